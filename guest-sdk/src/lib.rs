@@ -1,0 +1,263 @@
+//! # skillhost-guest
+//!
+//! The SDK for writing skillhost skills in Rust. A skill author writes plain,
+//! typed functions and registers them by tool name in one place with
+//! [`skill!`]; the SDK generates the WebAssembly component glue for the
+//! `skillhost:plugin` WIT world: `implemented()`, the dispatch by tool name,
+//! JSON decoding of arguments (a decode failure becomes
+//! [`ToolError::InvalidInput`] naming the field) and encoding of results.
+//!
+//! ```ignore
+//! use serde::{Deserialize, Serialize};
+//! use skillhost_guest::{skill, ToolError};
+//!
+//! #[derive(Deserialize)]
+//! struct GreetArgs { name: String }
+//!
+//! #[derive(Serialize)]
+//! struct Greeting { text: String }
+//!
+//! fn greet(args: GreetArgs) -> Result<Greeting, ToolError> {
+//!     skillhost_guest::log::info!("greeting {}", args.name);
+//!     Ok(Greeting { text: format!("hello, {}", args.name) })
+//! }
+//!
+//! skill! {
+//!     "demo.greet" => greet,
+//! }
+//! ```
+//!
+//! Build with `cargo build --target wasm32-wasip2 --release`; the result in
+//! `target/wasm32-wasip2/release/*.wasm` is the component.
+
+#![deny(missing_docs)]
+
+extern crate self as skillhost_guest;
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "skill",
+        path: "../wit",
+        pub_export_macro: true,
+        export_macro_name: "__export_skill_world",
+        default_bindings_module: "::skillhost_guest::bindings",
+        runtime_path: "::skillhost_guest::__wit_bindgen_rt",
+    });
+}
+
+#[doc(hidden)]
+pub use wit_bindgen::rt as __wit_bindgen_rt;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Why a tool call did not produce a result; crosses the WIT boundary as the
+/// `tool-error` variant.
+///
+/// ```
+/// use skillhost_guest::ToolError;
+/// let e = ToolError::InvalidInput("field `pattern`: unclosed group".into());
+/// assert_eq!(e.kind(), "invalid-input");
+/// ```
+pub use bindings::skillhost::plugin::types::ToolError;
+
+/// Severity of a log message; see the [`log`] module for the macros.
+pub use bindings::skillhost::plugin::types::LogLevel;
+
+/// Helpers on the WIT error type.
+impl ToolError {
+    /// The kind of error as it is spelled in WIT: `invalid-input`, `failed`
+    /// or `denied`.
+    ///
+    /// ```
+    /// use skillhost_guest::ToolError;
+    /// assert_eq!(ToolError::Denied("no".into()).kind(), "denied");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolError::InvalidInput(_) => "invalid-input",
+            ToolError::Failed(_) => "failed",
+            ToolError::Denied(_) => "denied",
+        }
+    }
+
+    /// The human-readable message.
+    ///
+    /// ```
+    /// use skillhost_guest::ToolError;
+    /// assert_eq!(ToolError::Failed("disk on fire".into()).message(), "disk on fire");
+    /// ```
+    pub fn message(&self) -> &str {
+        match self {
+            ToolError::InvalidInput(m) | ToolError::Failed(m) | ToolError::Denied(m) => m,
+        }
+    }
+}
+
+/// Calls another tool through the host and decodes its JSON result.
+///
+/// The host allows only tools listed in this skill's `tool_names` that the
+/// calling persona may use; anything else answers [`ToolError::Denied`].
+///
+/// ```ignore
+/// let n: serde_json::Value = skillhost_guest::invoke("text.word_count", &serde_json::json!({"text": "a b"}))?;
+/// ```
+pub fn invoke<A: Serialize, R: DeserializeOwned>(tool: &str, args: &A) -> Result<R, ToolError> {
+    let json = serde_json::to_string(args)
+        .map_err(|e| ToolError::InvalidInput(format!("cannot encode arguments for `{tool}`: {e}")))?;
+    let out = invoke_json(tool, &json)?;
+    serde_json::from_str(&out)
+        .map_err(|e| ToolError::Failed(format!("cannot decode the result of `{tool}`: {e}")))
+}
+
+/// Calls another tool through the host with raw JSON arguments; returns the
+/// raw JSON result.
+///
+/// ```ignore
+/// let out = skillhost_guest::invoke_json("json.query", r#"{"document":{},"pointer":""}"#)?;
+/// ```
+pub fn invoke_json(tool: &str, arguments_json: &str) -> Result<String, ToolError> {
+    bindings::skillhost::plugin::host::invoke(tool, arguments_json)
+}
+
+/// Reads a configuration value the operator set for this skill.
+///
+/// ```ignore
+/// let endpoint = skillhost_guest::config("endpoint").unwrap_or_default();
+/// ```
+pub fn config(key: &str) -> Option<String> {
+    bindings::skillhost::plugin::host::config(key)
+}
+
+/// Reads up to `len` bytes at `offset` of a blob passed to this call by
+/// reference. An empty result means the end of the blob.
+///
+/// ```ignore
+/// let head = skillhost_guest::read_ref("ref-1234", 0, 4096)?;
+/// ```
+pub fn read_ref(reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolError> {
+    bindings::skillhost::plugin::host::read_ref(reference, offset, len)
+}
+
+/// Sends one message to the host log. Prefer the macros in [`log`].
+///
+/// ```ignore
+/// skillhost_guest::log_message(skillhost_guest::LogLevel::Info, "ready");
+/// ```
+pub fn log_message(level: LogLevel, message: &str) {
+    bindings::skillhost::plugin::host::log(level, message)
+}
+
+/// `log`-style macros that send formatted messages to the host's log.
+///
+/// ```ignore
+/// skillhost_guest::log::warn!("retrying {} more times", 3);
+/// ```
+pub mod log {
+    pub use crate::{
+        __skillhost_debug as debug, __skillhost_error as error, __skillhost_info as info,
+        __skillhost_trace as trace, __skillhost_warn as warn,
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __skillhost_log {
+    ($level:ident, $($arg:tt)*) => {
+        $crate::log_message($crate::LogLevel::$level, &::std::format!($($arg)*))
+    };
+}
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __skillhost_trace { ($($arg:tt)*) => { $crate::__skillhost_log!(Trace, $($arg)*) }; }
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __skillhost_debug { ($($arg:tt)*) => { $crate::__skillhost_log!(Debug, $($arg)*) }; }
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __skillhost_info { ($($arg:tt)*) => { $crate::__skillhost_log!(Info, $($arg)*) }; }
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __skillhost_warn { ($($arg:tt)*) => { $crate::__skillhost_log!(Warn, $($arg)*) }; }
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __skillhost_error { ($($arg:tt)*) => { $crate::__skillhost_log!(Error, $($arg)*) }; }
+
+/// Decodes `arguments_json` into the function's argument type, runs it and
+/// encodes the result. Used by the code [`skill!`] generates.
+#[doc(hidden)]
+pub fn __dispatch<A, R>(
+    tool: &str,
+    f: fn(A) -> Result<R, ToolError>,
+    arguments_json: &str,
+) -> Result<String, ToolError>
+where
+    A: DeserializeOwned,
+    R: Serialize,
+{
+    let args = decode_arguments::<A>(tool, arguments_json)?;
+    let out = f(args)?;
+    serde_json::to_string(&out)
+        .map_err(|e| ToolError::Failed(format!("`{tool}`: cannot encode the result: {e}")))
+}
+
+/// Decodes tool arguments, naming the offending field on failure.
+///
+/// ```
+/// #[derive(serde::Deserialize, Debug)]
+/// struct Args { text: String }
+/// let err = skillhost_guest::decode_arguments::<Args>("t", r#"{"text": 3}"#).unwrap_err();
+/// assert!(err.message().contains("`text`"));
+/// ```
+pub fn decode_arguments<A: DeserializeOwned>(tool: &str, arguments_json: &str) -> Result<A, ToolError> {
+    let de = &mut serde_json::Deserializer::from_str(arguments_json);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            ToolError::InvalidInput(format!("`{tool}`: {inner}"))
+        } else {
+            ToolError::InvalidInput(format!("`{tool}`: field `{path}`: {inner}"))
+        }
+    })
+}
+
+/// Registers a skill's tools, in one place, and exports the component.
+///
+/// Each entry maps a tool name (as declared in `skill.yaml`) to a function
+/// `fn(Args) -> Result<Output, ToolError>` where `Args: Deserialize` and
+/// `Output: Serialize`. Use it once per crate.
+///
+/// ```ignore
+/// skillhost_guest::skill! {
+///     "text.word_count" => word_count,
+///     "text.regex_replace" => regex_replace,
+/// }
+/// ```
+#[macro_export]
+macro_rules! skill {
+    ($($name:literal => $func:path),+ $(,)?) => {
+        struct __SkillhostComponent;
+
+        impl $crate::bindings::exports::skillhost::plugin::tools::Guest for __SkillhostComponent {
+            fn implemented() -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec![$(::std::string::String::from($name)),+]
+            }
+
+            fn call(
+                tool: ::std::string::String,
+                arguments_json: ::std::string::String,
+            ) -> ::std::result::Result<::std::string::String, $crate::ToolError> {
+                match tool.as_str() {
+                    $($name => $crate::__dispatch($name, $func, &arguments_json),)+
+                    other => ::std::result::Result::Err($crate::ToolError::InvalidInput(
+                        ::std::format!("this component implements no tool named `{other}`"),
+                    )),
+                }
+            }
+        }
+
+        $crate::bindings::__export_skill_world!(__SkillhostComponent with_types_in $crate::bindings);
+    };
+}

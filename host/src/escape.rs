@@ -1,0 +1,64 @@
+//! Escaping of guest-controlled text before it reaches a log or a terminal.
+
+/// Returns `text` with every control character (ANSI escapes, bells,
+/// carriage returns…) written as a visible escape, cut to at most `max_bytes`
+/// bytes of input with a note of how much was cut. Newlines and tabs are
+/// kept when `keep_newlines` is true.
+pub(crate) fn escape_control(text: &str, max_bytes: usize, keep_newlines: bool) -> String {
+    let (head, cut) = if text.len() > max_bytes {
+        let mut end = max_bytes;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        (&text[..end], text.len() - end)
+    } else {
+        (text, 0)
+    };
+    let mut out = String::with_capacity(head.len());
+    for c in head.chars() {
+        match c {
+            '\n' | '\t' if keep_newlines => out.push(c),
+            c if c.is_control() || is_invisible(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    if cut > 0 {
+        out.push_str(&format!("…[{cut} more bytes]"));
+    }
+    out
+}
+
+/// Characters that render as nothing or reorder text: zero-width and
+/// bidirectional controls.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// Lossily decodes captured bytes and escapes them.
+pub(crate) fn escape_bytes(bytes: &[u8], max_bytes: usize) -> String {
+    escape_control(&String::from_utf8_lossy(bytes), max_bytes, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_and_bells_are_escaped() {
+        let s = escape_control("a\x1b[31mred\x07\r\nb", 100, true);
+        assert!(!s.contains('\x1b') && !s.contains('\x07') && !s.contains('\r'));
+        assert!(s.contains("\\u{1b}[31mred") && s.contains('\n'));
+        assert!(!escape_control("a\nb", 10, false).contains('\n'));
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_char_boundary() {
+        let s = escape_control(&"é".repeat(100), 7, true);
+        assert!(s.starts_with("ééé") && s.contains("more bytes"));
+    }
+
+    #[test]
+    fn invisible_characters_are_escaped() {
+        assert_eq!(escape_control("a\u{202E}b", 10, true), "a\\u{202e}b");
+    }
+}

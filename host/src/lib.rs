@@ -1,0 +1,48 @@
+//! # skillhost
+//!
+//! A WebAssembly-sandboxed plugin host for AI agents.
+//!
+//! Skills are folders (or signed bundles) with a `skill.yaml` manifest and,
+//! optionally, a WebAssembly component built against the `skillhost:plugin`
+//! WIT world. Their code runs in a [`Sandbox`]: no filesystem, network,
+//! environment or inherited stdio; fuel, memory and wall-clock limits; a
+//! fresh instance per call.
+//!
+//! ```no_run
+//! # async fn f() -> anyhow::Result<()> {
+//! let sandbox = skillhost::SandboxBuilder::new().build()?;
+//! let text_tools = skillhost::builtin_skills()[0].load(&sandbox)?;
+//! let out = text_tools
+//!     .call("text.word_count", &serde_json::json!({"text": "hello sandbox"}), &Default::default())
+//!     .await?;
+//! assert_eq!(out.output["words"], 2);
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+mod builtin;
+mod escape;
+mod guest_build;
+mod limits;
+mod manifest;
+mod sandbox;
+mod schema;
+mod skill;
+
+#[doc(hidden)]
+pub mod cli;
+
+pub use builtin::{BuiltinSkill, builtin_skills, plugin_artifacts};
+pub use guest_build::{BuildError, build_skill};
+pub use limits::{
+    DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
+    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, LimitError, Limits, LimitsPolicy, LimitsRequest,
+};
+pub use manifest::{Example, MANIFEST_FILE, ManifestError, ManifestLimits, SkillManifest, ToolDecl, valid_tool_name};
+pub use sandbox::{
+    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind,
+    MAX_INVOKE_DEPTH, Sandbox, SandboxBuilder, SkillComponent, ToolError, TrapReason,
+};
+pub use schema::{Schema, default_args_schema};
+pub use skill::{Skill, SkillError};

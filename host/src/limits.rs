@@ -1,0 +1,214 @@
+//! Resource limits for one sandboxed call, and the host policy that caps them.
+//!
+//! Every default lives here, so changing one limit is a one-line change.
+
+use std::time::Duration;
+
+/// Default linear-memory cap per call: 64 MiB.
+pub const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
+
+/// Default wall-clock deadline per call: 10 s. It covers CPU time (through
+/// epoch interruption) and time blocked in WASI (through an outer timeout).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default fuel per call: 2 × 10⁹ units (about one unit per WebAssembly
+/// instruction).
+///
+/// Measured with `cargo bench -p skillhost --bench sandbox` on the 2-core
+/// reference machine: `text.word_count` on a 1 MiB text consumes about
+/// 2.6 × 10⁷ fuel, a `text.regex_replace` over 1 MiB about 1.3 × 10⁸, and a
+/// fresh call's instantiation a few thousand. 2 × 10⁹ leaves a 15× margin over
+/// the heaviest legitimate example, while a tight loop burns through it in
+/// about 1.5 s, well before the 10 s wall clock: CPU-bound runaways end by
+/// fuel (deterministic, independent of machine load), blocked ones by the
+/// deadline.
+pub const DEFAULT_FUEL: u64 = 2_000_000_000;
+
+/// Default cap on the JSON a tool may return: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 20;
+
+/// Default cap on what a call may write to stdout, and separately to stderr:
+/// 1 MiB each. A component writing more is stopped with `output-too-large`.
+pub const DEFAULT_MAX_STDIO_BYTES: u64 = 1 << 20;
+
+/// Default cap on bytes a component may pass to host imports in one call
+/// (log messages, `invoke` arguments, config keys): 8 MiB.
+pub const DEFAULT_MAX_HOSTWARD_BYTES: u64 = 8 << 20;
+
+/// The most a policy allows for each limit unless the embedder raises it.
+pub const CEILING_MEMORY_BYTES: u64 = 1 << 30;
+/// See [`CEILING_MEMORY_BYTES`].
+pub const CEILING_TIMEOUT: Duration = Duration::from_secs(300);
+/// See [`CEILING_MEMORY_BYTES`].
+pub const CEILING_FUEL: u64 = 100_000_000_000;
+
+/// The limits one call runs under.
+///
+/// `Limits::default()` is: 64 MiB memory, 10 s deadline, 2 × 10⁹ fuel,
+/// 1 MiB output, 1 MiB each of stdout and stderr, 8 MiB host-ward bytes.
+///
+/// ```
+/// use skillhost::Limits;
+/// let limits = Limits::default();
+/// assert_eq!(limits.memory_bytes, 64 << 20);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel units; roughly one per WebAssembly instruction.
+    pub fuel: u64,
+    /// Linear memory cap, in bytes, across all memories of the instance.
+    pub memory_bytes: u64,
+    /// Wall-clock deadline.
+    pub timeout: Duration,
+    /// Largest output JSON accepted from the tool, in bytes.
+    pub max_output_bytes: u64,
+    /// Largest stdout (and, separately, stderr) a call may write, in bytes.
+    pub max_stdio_bytes: u64,
+    /// Largest total of bytes passed to host imports in one call.
+    pub max_hostward_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: DEFAULT_FUEL,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            timeout: DEFAULT_TIMEOUT,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_stdio_bytes: DEFAULT_MAX_STDIO_BYTES,
+            max_hostward_bytes: DEFAULT_MAX_HOSTWARD_BYTES,
+        }
+    }
+}
+
+/// A request to change some limits for one call; `None` keeps the default.
+///
+/// ```
+/// use skillhost::LimitsRequest;
+/// let req = LimitsRequest { fuel: Some(1_000), ..Default::default() };
+/// assert_eq!(req.memory_bytes, None);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsRequest {
+    /// Fuel units.
+    pub fuel: Option<u64>,
+    /// Memory cap in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Deadline in milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+/// What a host allows: the defaults every call gets and the ceiling no
+/// request may exceed.
+///
+/// `LimitsPolicy::default()` has [`Limits::default()`] as defaults and
+/// 1 GiB memory, 300 s and 10¹¹ fuel as ceilings.
+///
+/// ```
+/// use skillhost::{LimitsPolicy, LimitsRequest};
+/// let policy = LimitsPolicy::default();
+/// let limits = policy.resolve(&LimitsRequest { timeout_ms: Some(500), ..Default::default() }).unwrap();
+/// assert_eq!(limits.timeout.as_millis(), 500);
+/// assert!(policy.resolve(&LimitsRequest { fuel: Some(0), ..Default::default() }).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsPolicy {
+    /// Limits of a call that requests nothing.
+    pub defaults: Limits,
+    /// Largest memory a call may request, in bytes.
+    pub max_memory_bytes: u64,
+    /// Longest deadline a call may request.
+    pub max_timeout: Duration,
+    /// Most fuel a call may request.
+    pub max_fuel: u64,
+}
+
+impl Default for LimitsPolicy {
+    fn default() -> Self {
+        LimitsPolicy {
+            defaults: Limits::default(),
+            max_memory_bytes: CEILING_MEMORY_BYTES,
+            max_timeout: CEILING_TIMEOUT,
+            max_fuel: CEILING_FUEL,
+        }
+    }
+}
+
+/// A limit request outside what the policy allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("limit `{name}` = {requested} is not allowed: it must be between 1 and {max} {unit}")]
+pub struct LimitError {
+    /// Which limit.
+    pub name: &'static str,
+    /// What was asked.
+    pub requested: u64,
+    /// The policy's ceiling.
+    pub max: u64,
+    /// The unit of both numbers.
+    pub unit: &'static str,
+}
+
+impl LimitsPolicy {
+    /// Applies a request to the defaults. Zero, or more than the ceiling, is
+    /// an error naming the limit: limits fail closed, never silently clamped.
+    ///
+    /// ```
+    /// use skillhost::{LimitsPolicy, LimitsRequest};
+    /// let err = LimitsPolicy::default()
+    ///     .resolve(&LimitsRequest { memory_bytes: Some(u64::MAX), ..Default::default() })
+    ///     .unwrap_err();
+    /// assert!(err.to_string().contains("memory"));
+    /// ```
+    pub fn resolve(&self, request: &LimitsRequest) -> Result<Limits, LimitError> {
+        fn check(name: &'static str, v: u64, max: u64, unit: &'static str) -> Result<u64, LimitError> {
+            if v == 0 || v > max {
+                Err(LimitError { name, requested: v, max, unit })
+            } else {
+                Ok(v)
+            }
+        }
+        let mut limits = self.defaults;
+        if let Some(fuel) = request.fuel {
+            limits.fuel = check("fuel", fuel, self.max_fuel, "units")?;
+        }
+        if let Some(mem) = request.memory_bytes {
+            limits.memory_bytes = check("memory", mem, self.max_memory_bytes, "bytes")?;
+        }
+        if let Some(ms) = request.timeout_ms {
+            let max_ms = u64::try_from(self.max_timeout.as_millis()).unwrap_or(u64::MAX);
+            limits.timeout = Duration::from_millis(check("timeout", ms, max_ms, "ms")?);
+        }
+        Ok(limits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_and_absurd_requests_fail_closed() {
+        let p = LimitsPolicy::default();
+        for req in [
+            LimitsRequest { fuel: Some(0), ..Default::default() },
+            LimitsRequest { memory_bytes: Some(0), ..Default::default() },
+            LimitsRequest { timeout_ms: Some(0), ..Default::default() },
+            LimitsRequest { fuel: Some(u64::MAX), ..Default::default() },
+            LimitsRequest { memory_bytes: Some(CEILING_MEMORY_BYTES + 1), ..Default::default() },
+            LimitsRequest { timeout_ms: Some(300_001), ..Default::default() },
+        ] {
+            assert!(p.resolve(&req).is_err(), "{req:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn requests_within_policy_apply() {
+        let p = LimitsPolicy::default();
+        let l = p
+            .resolve(&LimitsRequest { fuel: Some(5), memory_bytes: Some(1 << 20), timeout_ms: Some(7) })
+            .unwrap();
+        assert_eq!((l.fuel, l.memory_bytes, l.timeout), (5, 1 << 20, Duration::from_millis(7)));
+        assert_eq!(l.max_output_bytes, DEFAULT_MAX_OUTPUT_BYTES);
+    }
+}

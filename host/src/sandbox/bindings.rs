@@ -1,0 +1,104 @@
+//! Generated bindings for the `skillhost:plugin` world and the host side of
+//! its `host` interface.
+
+use std::time::Instant;
+
+use super::invoke::{InvokeRequest, MAX_INVOKE_DEPTH};
+use super::outcome::ToolError;
+use super::state::CallState;
+use crate::escape::escape_control;
+
+wasmtime::component::bindgen!({
+    world: "skill",
+    path: "../wit",
+    imports: {
+        "skillhost:plugin/host.invoke": async | trappable,
+        default: trappable,
+    },
+    exports: { default: async },
+});
+
+use skillhost::plugin::types::{LogLevel, ToolError as WitToolError};
+
+/// Longest log message kept, in bytes; longer ones are cut.
+const MAX_LOG_MESSAGE_BYTES: usize = 4096;
+
+impl From<WitToolError> for ToolError {
+    fn from(e: WitToolError) -> ToolError {
+        match e {
+            WitToolError::InvalidInput(m) => ToolError::InvalidInput(m),
+            WitToolError::Failed(m) => ToolError::Failed(m),
+            WitToolError::Denied(m) => ToolError::Denied(m),
+        }
+    }
+}
+
+impl From<ToolError> for WitToolError {
+    fn from(e: ToolError) -> WitToolError {
+        match e {
+            ToolError::InvalidInput(m) => WitToolError::InvalidInput(m),
+            ToolError::Failed(m) => WitToolError::Failed(m),
+            ToolError::Denied(m) => WitToolError::Denied(m),
+        }
+    }
+}
+
+impl skillhost::plugin::types::Host for CallState {}
+
+impl skillhost::plugin::host::Host for CallState {
+    fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
+        self.charge_hostward(message.len())?;
+        let message = escape_control(&message, MAX_LOG_MESSAGE_BYTES, false);
+        let (skill, tool) = (&*self.identity.skill, &*self.identity.tool);
+        match level {
+            LogLevel::Trace => tracing::trace!(target: "skillhost::guest", skill, tool, "{message}"),
+            LogLevel::Debug => tracing::debug!(target: "skillhost::guest", skill, tool, "{message}"),
+            LogLevel::Info => tracing::info!(target: "skillhost::guest", skill, tool, "{message}"),
+            LogLevel::Warn => tracing::warn!(target: "skillhost::guest", skill, tool, "{message}"),
+            LogLevel::Error => tracing::error!(target: "skillhost::guest", skill, tool, "{message}"),
+        }
+        Ok(())
+    }
+
+    async fn invoke(&mut self, tool: String, arguments_json: String) -> wasmtime::Result<Result<String, WitToolError>> {
+        self.charge_hostward(tool.len() + arguments_json.len())?;
+        let Some(invoker) = self.invoker.clone() else {
+            return Ok(Err(WitToolError::Denied(format!("`{tool}`: this call may not invoke other tools"))));
+        };
+        let depth = self.depth + 1;
+        if depth > MAX_INVOKE_DEPTH {
+            return Ok(Err(WitToolError::Denied(format!(
+                "`{tool}`: invoke chains are limited to {MAX_INVOKE_DEPTH} levels"
+            ))));
+        }
+        if Instant::now() >= self.deadline {
+            return Ok(Err(WitToolError::Failed(format!("`{tool}`: the caller's deadline has passed"))));
+        }
+        let request = InvokeRequest {
+            caller: self.identity.skill.to_string(),
+            tool,
+            arguments_json,
+            depth,
+            deadline: self.deadline,
+        };
+        let result = invoker.invoke(request).await;
+        if let Ok(out) = &result {
+            // The result is copied into guest memory; its size counts too.
+            self.charge_hostward(out.len())?;
+        }
+        Ok(result.map_err(WitToolError::from))
+    }
+
+    fn config(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        self.charge_hostward(key.len())?;
+        Ok(self.config.get(&key).cloned())
+    }
+
+    fn read_ref(&mut self, reference: String, _offset: u64, _len: u32) -> wasmtime::Result<Result<Vec<u8>, WitToolError>> {
+        self.charge_hostward(reference.len())?;
+        Ok(Err(WitToolError::Denied(format!(
+            "reference `{}` was not passed to this call",
+            escape_control(&reference, 128, false)
+        ))))
+    }
+}

@@ -1,0 +1,447 @@
+//! A loaded skill component and calls into it, each in a fresh store.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use super::bindings::SkillPre;
+use super::invoke::Invoker;
+use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
+use super::state::{CallIdentity, CallState, HostTrap};
+use super::{SandboxInner, imports};
+use crate::escape::{escape_bytes, escape_control};
+use crate::limits::Limits;
+
+/// How much captured stderr a [`CallError`] carries.
+const ERROR_STDERR_BYTES: usize = 2048;
+
+/// Why a component could not be loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadErrorKind {
+    /// The bytes are not WebAssembly at all.
+    NotWebAssembly,
+    /// A core module where a component was expected.
+    CoreModule,
+    /// A component that does not validate or compile (truncated, corrupt,
+    /// using disabled proposals).
+    Malformed,
+    /// Imports the sandbox does not provide, or the `tools` export missing.
+    Refused,
+    /// Linking failed for another reason.
+    Link,
+}
+
+/// A component that could not be loaded, naming the skill.
+///
+/// ```
+/// let s = skillhost::SandboxBuilder::new().build().unwrap();
+/// let err = s.load("x@1.0.0", b"\0asm\x01\0\0\0").unwrap_err();
+/// assert_eq!(err.kind, skillhost::LoadErrorKind::CoreModule);
+/// assert!(err.to_string().starts_with("skill `x@1.0.0`"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("skill `{skill}`: {message}")]
+pub struct LoadError {
+    /// The label given to [`Sandbox::load`](super::Sandbox::load).
+    pub skill: String,
+    /// What kind of failure.
+    pub kind: LoadErrorKind,
+    /// What was wrong and what to do.
+    pub message: String,
+}
+
+/// Options of one call. `CallOptions::default()` runs under
+/// [`Limits::default()`], with no config values, no `invoke` (every
+/// `host.invoke` answers `denied`), at depth 0 and with no outer deadline.
+///
+/// ```
+/// let opts = skillhost::CallOptions { limits: skillhost::Limits { fuel: 10_000, ..Default::default() }, ..Default::default() };
+/// ```
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Limits of this call.
+    pub limits: Limits,
+    /// Values the component reads with `host.config`.
+    pub config: Arc<BTreeMap<String, String>>,
+    /// What `host.invoke` reaches; `None` denies every invoke.
+    pub invoker: Option<Arc<dyn Invoker>>,
+    /// Invoke depth of this call (0 for a call from outside).
+    pub depth: u32,
+    /// A deadline inherited from a caller; the call ends by the earlier of
+    /// this and its own timeout.
+    pub not_after: Option<Instant>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("limits", &self.limits)
+            .field("config_keys", &self.config.keys().collect::<Vec<_>>())
+            .field("invoker", &self.invoker.is_some())
+            .field("depth", &self.depth)
+            .finish()
+    }
+}
+
+struct ComponentInner {
+    sandbox: Arc<SandboxInner>,
+    label: Arc<str>,
+    sha256: String,
+    from_cache: bool,
+    pre: SkillPre<CallState>,
+}
+
+/// A compiled, checked and pre-instantiated skill component. Every call
+/// gets a fresh instance in a fresh store. Cheap to clone.
+///
+/// ```no_run
+/// # async fn f(c: skillhost::SkillComponent) {
+/// let tools = c.implemented(&skillhost::Limits::default()).await.unwrap();
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct SkillComponent {
+    inner: Arc<ComponentInner>,
+}
+
+impl fmt::Debug for SkillComponent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SkillComponent")
+            .field("label", &self.inner.label)
+            .field("sha256", &self.inner.sha256)
+            .finish()
+    }
+}
+
+/// The first 8 bytes of a component (layer 1, version 0x0d).
+const COMPONENT_HEADER: [u8; 8] = [0, b'a', b's', b'm', 0x0d, 0, 1, 0];
+const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
+
+impl SkillComponent {
+    pub(crate) fn load(sandbox: Arc<SandboxInner>, label: &str, wasm: &[u8]) -> Result<SkillComponent, LoadError> {
+        let err = |kind, message: String| LoadError { skill: label.to_string(), kind, message };
+        if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
+            return Err(err(
+                LoadErrorKind::NotWebAssembly,
+                format!("not a WebAssembly binary ({} bytes, no `\\0asm` header)", wasm.len()),
+            ));
+        }
+        if wasm[4..8] == CORE_MODULE_VERSION {
+            return Err(err(
+                LoadErrorKind::CoreModule,
+                "this is a core WebAssembly module, not a component: build the skill for \
+                 `--target wasm32-wasip2` (or wrap the module with `wasm-tools component new`)"
+                    .into(),
+            ));
+        }
+        if wasm[..8] != COMPONENT_HEADER {
+            return Err(err(
+                LoadErrorKind::Malformed,
+                format!("unsupported WebAssembly version/layer bytes {:02x?}", &wasm[4..8]),
+            ));
+        }
+        let sha256 = hex::encode(Sha256::digest(wasm));
+        let engine = &sandbox.engine;
+        let cached = sandbox.cache.as_ref().and_then(|c| c.load(engine, &sha256));
+        let from_cache = cached.is_some();
+        let component = match cached {
+            Some(c) => c,
+            None => {
+                let c = Component::new(engine, wasm).map_err(|e| {
+                    err(LoadErrorKind::Malformed, format!("invalid component: {}", error_chain(&e)))
+                })?;
+                if let Some(cache) = &sandbox.cache {
+                    cache.store(&sha256, &c);
+                }
+                c
+            }
+        };
+        imports::check(engine, &component).map_err(|m| err(LoadErrorKind::Refused, m))?;
+        let instance_pre = sandbox
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| err(LoadErrorKind::Link, format!("cannot link: {}", error_chain(&e))))?;
+        let pre = SkillPre::new(instance_pre)
+            .map_err(|e| err(LoadErrorKind::Refused, format!("not a skill component: {}", error_chain(&e))))?;
+        Ok(SkillComponent {
+            inner: Arc::new(ComponentInner { sandbox, label: label.into(), sha256, from_cache, pre }),
+        })
+    }
+
+    /// `name@version` (or whatever label the component was loaded with).
+    ///
+    /// ```no_run
+    /// # fn f(c: skillhost::SkillComponent) { println!("{}", c.label()); }
+    /// ```
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// Hex sha256 of the component bytes.
+    ///
+    /// ```no_run
+    /// # fn f(c: skillhost::SkillComponent) { assert_eq!(c.sha256().len(), 64); }
+    /// ```
+    pub fn sha256(&self) -> &str {
+        &self.inner.sha256
+    }
+
+    /// Whether loading took the compiled code from the cache.
+    ///
+    /// ```no_run
+    /// # fn f(c: skillhost::SkillComponent) { println!("cached: {}", c.loaded_from_cache()); }
+    /// ```
+    pub fn loaded_from_cache(&self) -> bool {
+        self.inner.from_cache
+    }
+
+    fn new_store(&self, tool: &str, opts: &CallOptions, deadline: Instant) -> Store<CallState> {
+        let identity = CallIdentity { skill: self.inner.label.clone(), tool: tool.into() };
+        let state = CallState::new(
+            identity,
+            opts.limits,
+            deadline,
+            opts.config.clone(),
+            opts.invoker.clone(),
+            opts.depth,
+        );
+        let mut store = Store::new(&self.inner.sandbox.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Cannot fail: fuel is enabled on every sandbox engine.
+        let _ = store.set_fuel(opts.limits.fuel);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            let state = ctx.data();
+            if Instant::now() >= state.deadline {
+                Err(HostTrap::new(
+                    TrapReason::Deadline,
+                    format!("deadline of {} ms passed while running", state.limits.timeout.as_millis()),
+                )
+                .into())
+            } else {
+                // Yield so other calls on this thread make progress too.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+
+    fn deadline(opts: &CallOptions, start: Instant) -> Instant {
+        let own = start + opts.limits.timeout;
+        match opts.not_after {
+            Some(t) if t < own => t,
+            _ => own,
+        }
+    }
+
+    /// Asks the component which tools it implements.
+    ///
+    /// ```no_run
+    /// # async fn f(c: skillhost::SkillComponent) {
+    /// for tool in c.implemented(&Default::default()).await.unwrap() { println!("{tool}"); }
+    /// # }
+    /// ```
+    pub async fn implemented(&self, limits: &Limits) -> Result<Vec<String>, CallError> {
+        const TOOL: &str = "implemented()";
+        let opts = CallOptions { limits: *limits, ..Default::default() };
+        let start = Instant::now();
+        let deadline = Self::deadline(&opts, start);
+        let mut store = self.new_store(TOOL, &opts, deadline);
+        let run = async {
+            let skill = self.inner.pre.instantiate_async(&mut store).await?;
+            skill.skillhost_plugin_tools().call_implemented(&mut store).await
+        };
+        match tokio::time::timeout_at(deadline.into(), run).await {
+            Ok(Ok(names)) => Ok(names),
+            Ok(Err(e)) => Err(self.classify(TOOL, &mut store, e)),
+            Err(_) => Err(self.timed_out(TOOL, &store, start)),
+        }
+    }
+
+    /// Calls `tool` with `arguments_json` in a fresh instance under
+    /// `opts.limits`. The JSON result must parse and fit the output cap.
+    ///
+    /// ```no_run
+    /// # async fn f(c: skillhost::SkillComponent) {
+    /// let out = c.call("json.query", r#"{"document":[1],"pointer":"/0"}"#, &Default::default()).await.unwrap();
+    /// assert_eq!(out.output, 1);
+    /// # }
+    /// ```
+    pub async fn call(&self, tool: &str, arguments_json: &str, opts: &CallOptions) -> Result<CallOutput, CallError> {
+        let start = Instant::now();
+        let deadline = Self::deadline(opts, start);
+        let mut store = self.new_store(tool, opts, deadline);
+        let run = async {
+            let skill = self.inner.pre.instantiate_async(&mut store).await?;
+            skill.skillhost_plugin_tools().call_call(&mut store, tool, arguments_json).await
+        };
+        let result = tokio::time::timeout_at(deadline.into(), run).await;
+        let duration = start.elapsed();
+        let returned = match result {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(self.classify(tool, &mut store, e)),
+            Err(_) => return Err(self.timed_out(tool, &store, start)),
+        };
+        let fuel_consumed = opts.limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let (stdout, stderr) = self.take_stdio(tool, &store);
+        let text = match returned {
+            Ok(text) => text,
+            Err(e) => {
+                return Err(CallError {
+                    stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
+                    ..CallError::new(&*self.inner.label, tool, CallFailure::Tool { error: ToolError::from(e) })
+                });
+            }
+        };
+        if text.len() as u64 > opts.limits.max_output_bytes {
+            return Err(CallError::new(
+                &*self.inner.label,
+                tool,
+                CallFailure::Trapped {
+                    reason: TrapReason::OutputTooLarge,
+                    detail: format!(
+                        "the result is {} bytes, over the output cap of {} bytes",
+                        text.len(),
+                        opts.limits.max_output_bytes
+                    ),
+                },
+            ));
+        }
+        let output = serde_json::from_str(&text).map_err(|e| {
+            CallError::new(
+                &*self.inner.label,
+                tool,
+                CallFailure::Tool { error: ToolError::Failed(format!("the tool returned invalid JSON: {e}")) },
+            )
+        })?;
+        Ok(CallOutput { output, stdout, stderr, fuel_consumed, duration })
+    }
+
+    /// Logs and returns the captured stdout and stderr, escaped.
+    fn take_stdio(&self, tool: &str, store: &Store<CallState>) -> (String, String) {
+        let state = store.data();
+        let stdout = escape_bytes(&state.stdout.lock().kept, usize::MAX);
+        let stderr = escape_bytes(&state.stderr.lock().kept, usize::MAX);
+        let skill = &*self.inner.label;
+        if !stdout.is_empty() {
+            tracing::debug!(target: "skillhost::guest", skill, tool, stream = "stdout", "{stdout}");
+        }
+        if !stderr.is_empty() {
+            tracing::debug!(target: "skillhost::guest", skill, tool, stream = "stderr", "{stderr}");
+        }
+        (stdout, stderr)
+    }
+
+    fn timed_out(&self, tool: &str, store: &Store<CallState>, start: Instant) -> CallError {
+        let (_, stderr) = self.take_stdio(tool, store);
+        CallError {
+            stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
+            ..CallError::new(
+                &*self.inner.label,
+                tool,
+                CallFailure::Trapped {
+                    reason: TrapReason::Deadline,
+                    detail: format!(
+                        "timed out after {} ms (deadline of {} ms)",
+                        start.elapsed().as_millis(),
+                        store.data().limits.timeout.as_millis()
+                    ),
+                },
+            )
+        }
+    }
+
+    /// Turns a wasmtime error into one typed outcome.
+    fn classify(&self, tool: &str, store: &mut Store<CallState>, e: wasmtime::Error) -> CallError {
+        let (_, stderr) = self.take_stdio(tool, store);
+        let state = store.data();
+        let failure = if let Some(pool) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+            CallFailure::Busy { detail: format!("all instance slots are in use ({pool})") }
+        } else {
+            let (reason, detail) = trap_of(&e, state, &stderr);
+            CallFailure::Trapped { reason, detail }
+        };
+        CallError {
+            stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
+            ..CallError::new(&*self.inner.label, tool, failure)
+        }
+    }
+}
+
+/// Why a store trapped. Flags the host set take precedence over what the
+/// guest did afterwards (e.g. Rust aborting after a failed allocation).
+fn trap_of(e: &wasmtime::Error, state: &CallState, stderr: &str) -> (TrapReason, String) {
+    if let Some(t) = e.downcast_ref::<HostTrap>() {
+        return (t.reason, t.detail.clone());
+    }
+    if state.limiter.memory_denied.is_some() {
+        return (TrapReason::Memory, format!("memory cap of {} MiB reached", state.limits.memory_bytes >> 20));
+    }
+    if let Some(t) = &state.host_trap {
+        return (t.reason, t.detail.clone());
+    }
+    for (stream, name) in [(&state.stdout, "stdout"), (&state.stderr, "stderr")] {
+        if stream.lock().exceeded {
+            return (
+                TrapReason::OutputTooLarge,
+                format!("{name} exceeded its cap of {} bytes", state.limits.max_stdio_bytes),
+            );
+        }
+    }
+    if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return (TrapReason::Other, format!("the component called exit({})", exit.0));
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => {
+            (TrapReason::Fuel, format!("all fuel consumed (budget of {} units)", state.limits.fuel))
+        }
+        Some(Trap::StackOverflow) => (TrapReason::Stack, "WebAssembly stack overflow".into()),
+        Some(Trap::Interrupt) => (TrapReason::Deadline, "interrupted at the deadline".into()),
+        Some(Trap::UnreachableCodeReached) => match panic_message(stderr) {
+            Some(m) => (TrapReason::Panic, m),
+            None if stderr.contains("memory allocation of") => {
+                (TrapReason::Memory, "the component aborted after an allocation failed".into())
+            }
+            None => (TrapReason::Panic, "the component aborted (wasm `unreachable` executed)".into()),
+        },
+        Some(other) => (TrapReason::Other, format!("trap: {other}")),
+        None => {
+            let chain = error_chain(e);
+            if chain.contains("exceeds memory limits") || chain.contains("memory minimum size") {
+                (TrapReason::Memory, chain)
+            } else {
+                (TrapReason::Other, chain)
+            }
+        }
+    }
+}
+
+/// The panic line of a Rust guest's stderr, if it panicked.
+fn panic_message(stderr: &str) -> Option<String> {
+    let start = stderr.find("panicked at")?;
+    let tail: String = stderr[start..].lines().take(2).collect::<Vec<_>>().join(" ");
+    Some(escape_control(&tail, 512, false))
+}
+
+/// An error and its causes on one line, without backtraces.
+fn error_chain(e: &wasmtime::Error) -> String {
+    let mut s = e.to_string();
+    for cause in e.chain().skip(1) {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+    }
+    escape_control(&s, 1024, false)
+}
+
+#[allow(dead_code)]
+fn _assert_send(c: SkillComponent, o: CallOptions) {
+    fn is_send<T: Send>(_: T) {}
+    is_send(async move { c.call("t", "{}", &o).await });
+    let _ = Duration::ZERO;
+}

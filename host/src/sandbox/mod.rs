@@ -1,0 +1,272 @@
+//! The WebAssembly sandbox: one engine, compiled-code cache, epoch ticker,
+//! import policy, and calls in fresh, limited stores.
+//!
+//! The sandbox knows nothing of manifests, schemas or personas. It loads a
+//! component (checking its imports before anything runs) and runs calls
+//! under [`Limits`](crate::Limits), each ending in one typed outcome.
+
+mod bindings;
+mod cache;
+mod component;
+mod imports;
+mod invoke;
+mod outcome;
+mod state;
+mod ticker;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
+pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH};
+pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
+
+use crate::limits::LimitsPolicy;
+use state::CallState;
+
+/// Default number of instances that may run at once.
+pub const DEFAULT_MAX_INSTANCES: u32 = 256;
+/// Default WebAssembly stack size per call: 512 KiB.
+pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
+/// Default epoch tick: how often CPU-bound guests check the deadline and
+/// yield to other calls.
+pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Configures a [`Sandbox`].
+///
+/// `SandboxBuilder::new()` has these defaults:
+/// - no compiled-code cache (every load compiles);
+/// - at most 256 instances at once; one more call gets a `busy` error;
+/// - [`LimitsPolicy::default()`]: 64 MiB, 10 s, 2 × 10⁹ fuel per call;
+/// - a 512 KiB WebAssembly stack;
+/// - a 1 ms epoch tick.
+///
+/// ```
+/// let sandbox = skillhost::SandboxBuilder::new().max_instances(16).build().unwrap();
+/// assert_eq!(sandbox.policy().defaults.memory_bytes, 64 << 20);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SandboxBuilder {
+    cache_dir: Option<PathBuf>,
+    max_instances: u32,
+    policy: LimitsPolicy,
+    max_wasm_stack: usize,
+    epoch_tick: Duration,
+}
+
+impl Default for SandboxBuilder {
+    fn default() -> Self {
+        SandboxBuilder::new()
+    }
+}
+
+impl SandboxBuilder {
+    /// A builder with the defaults listed on [`SandboxBuilder`].
+    ///
+    /// ```
+    /// let b = skillhost::SandboxBuilder::new();
+    /// ```
+    pub fn new() -> SandboxBuilder {
+        SandboxBuilder {
+            cache_dir: None,
+            max_instances: DEFAULT_MAX_INSTANCES,
+            policy: LimitsPolicy::default(),
+            max_wasm_stack: DEFAULT_MAX_WASM_STACK,
+            epoch_tick: DEFAULT_EPOCH_TICK,
+        }
+    }
+
+    /// Caches compiled components in `dir` (created if missing).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// skillhost::SandboxBuilder::new().cache_dir(dir.path()).build().unwrap();
+    /// ```
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// How many instances may run at once.
+    ///
+    /// ```
+    /// skillhost::SandboxBuilder::new().max_instances(8);
+    /// ```
+    pub fn max_instances(&mut self, n: u32) -> &mut Self {
+        self.max_instances = n.max(1);
+        self
+    }
+
+    /// The limits policy: per-call defaults and ceilings.
+    ///
+    /// ```
+    /// let mut policy = skillhost::LimitsPolicy::default();
+    /// policy.defaults.fuel = 1_000_000;
+    /// skillhost::SandboxBuilder::new().policy(policy);
+    /// ```
+    pub fn policy(&mut self, policy: LimitsPolicy) -> &mut Self {
+        self.policy = policy;
+        self
+    }
+
+    /// WebAssembly stack size per call.
+    ///
+    /// ```
+    /// skillhost::SandboxBuilder::new().max_wasm_stack(256 << 10);
+    /// ```
+    pub fn max_wasm_stack(&mut self, bytes: usize) -> &mut Self {
+        self.max_wasm_stack = bytes;
+        self
+    }
+
+    /// The epoch tick.
+    ///
+    /// ```
+    /// skillhost::SandboxBuilder::new().epoch_tick(std::time::Duration::from_millis(5));
+    /// ```
+    pub fn epoch_tick(&mut self, tick: Duration) -> &mut Self {
+        self.epoch_tick = tick.max(Duration::from_micros(100));
+        self
+    }
+
+    /// Builds the engine, linker and ticker.
+    ///
+    /// ```
+    /// let sandbox = skillhost::SandboxBuilder::new().build().unwrap();
+    /// ```
+    pub fn build(&self) -> anyhow::Result<Sandbox> {
+        let n = self.max_instances;
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(n)
+            .total_core_instances(n.saturating_mul(8))
+            .total_memories(n.saturating_mul(2))
+            .total_tables(n.saturating_mul(4))
+            .total_stacks(n)
+            .max_memory_size(usize::try_from(self.policy.max_memory_bytes).unwrap_or(usize::MAX))
+            .max_memories_per_component(state::MAX_MEMORIES as u32)
+            .max_tables_per_component(state::MAX_TABLES as u32)
+            .linear_memory_keep_resident(1 << 20)
+            .table_keep_resident(64 << 10);
+
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(self.max_wasm_stack)
+            .async_stack_size(self.max_wasm_stack + (1 << 20))
+            .cranelift_opt_level(OptLevel::Speed)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
+
+        let mut linker: Linker<CallState> = Linker::new(&engine);
+        add_wasi_subset(&mut linker).map_err(|e| anyhow::anyhow!("cannot link WASI: {e}"))?;
+        bindings::Skill::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
+            .map_err(|e| anyhow::anyhow!("cannot link the host interface: {e}"))?;
+
+        let cache = match &self.cache_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| anyhow::anyhow!("cannot create the cache folder {}: {e}", dir.display()))?;
+                let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
+                    .map_err(|e| anyhow::anyhow!("cannot open the cache folder {}: {e}", dir.display()))?;
+                Some(cache::CompileCache::new(d, &engine))
+            }
+            None => None,
+        };
+        let ticker = ticker::EpochTicker::start(&engine, self.epoch_tick);
+        Ok(Sandbox {
+            inner: Arc::new(SandboxInner { engine, linker, cache, policy: self.policy, _ticker: ticker }),
+        })
+    }
+}
+
+/// Links the WASI subset a skill may use: io, clocks, random and cli
+/// (environment, exit, stdio, terminal queries). Filesystem, sockets and
+/// HTTP are never linked.
+fn add_wasi_subset(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+    use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+    use wasmtime_wasi::p2::bindings::{cli, clocks, random};
+    use wasmtime_wasi::random::WasiRandom;
+    use wasmtime_wasi::WasiView;
+
+    wasmtime_wasi_io::add_to_linker_async(l)?;
+    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
+    random::random::add_to_linker::<CallState, WasiRandom>(l, |t| t.ctx().ctx.random())?;
+    random::insecure::add_to_linker::<CallState, WasiRandom>(l, |t| t.ctx().ctx.random())?;
+    random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |t| t.ctx().ctx.random())?;
+    cli::exit::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::environment::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(l, CallState::cli)?;
+    Ok(())
+}
+
+pub(crate) struct SandboxInner {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: Option<cache::CompileCache>,
+    policy: LimitsPolicy,
+    _ticker: ticker::EpochTicker,
+}
+
+/// The sandbox: one engine for the whole host, cheap to clone.
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// let sandbox = skillhost::SandboxBuilder::new().build()?;
+/// let component = sandbox.load("text-tools@0.1.0", &std::fs::read("text_tools.wasm")?)?;
+/// let out = component
+///     .call("text.word_count", r#"{"text":"a b"}"#, &skillhost::CallOptions::default())
+///     .await?;
+/// assert_eq!(out.output["words"], 2);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<SandboxInner>,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").field("policy", &self.inner.policy).finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// The limits policy calls run under.
+    ///
+    /// ```
+    /// let s = skillhost::SandboxBuilder::new().build().unwrap();
+    /// assert_eq!(s.policy().defaults.timeout.as_secs(), 10);
+    /// ```
+    pub fn policy(&self) -> &LimitsPolicy {
+        &self.inner.policy
+    }
+
+    /// Loads a component: checks that it is a component, compiles it (or
+    /// takes it from the cache), refuses any import the sandbox does not
+    /// provide, and pre-instantiates it. `label` names it in every error,
+    /// typically `name@version`.
+    ///
+    /// ```
+    /// let s = skillhost::SandboxBuilder::new().build().unwrap();
+    /// let err = s.load("junk@0.1.0", b"not wasm").unwrap_err();
+    /// assert!(err.to_string().contains("not a WebAssembly binary"));
+    /// ```
+    pub fn load(&self, label: &str, wasm: &[u8]) -> Result<SkillComponent, LoadError> {
+        SkillComponent::load(self.inner.clone(), label, wasm)
+    }
+}

@@ -1,0 +1,290 @@
+//! Per-call store state: WASI context, resource limiter, captured stdio,
+//! host-ward byte accounting. A fresh one is made for every call.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio::io::AsyncWrite;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::invoke::Invoker;
+use super::outcome::TrapReason;
+use crate::limits::Limits;
+
+/// Most entries a call's host resource table may hold (streams, pollables).
+/// A legitimate skill needs a handful; a hostile one could otherwise create
+/// millions and grow host memory.
+pub(crate) const MAX_RESOURCE_HANDLES: usize = 4096;
+
+/// Largest table (e.g. of function references) a guest may grow to. Tables
+/// cost host memory per element.
+pub(crate) const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// Most component or core instances, tables and memories one call may
+/// create. A Rust component uses about four instances and one memory.
+pub(crate) const MAX_INSTANCES: usize = 32;
+pub(crate) const MAX_TABLES: usize = 32;
+pub(crate) const MAX_MEMORIES: usize = 8;
+
+/// How much of stdout/stderr is kept for the log and the result, per stream.
+pub(crate) const KEPT_STDIO_BYTES: usize = 16 << 10;
+
+/// A trap the host raised on purpose, carried through wasmtime's error.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{detail}")]
+pub(crate) struct HostTrap {
+    pub reason: TrapReason,
+    pub detail: String,
+}
+
+impl HostTrap {
+    pub fn new(reason: TrapReason, detail: impl Into<String>) -> HostTrap {
+        HostTrap { reason, detail: detail.into() }
+    }
+}
+
+/// Enforces the memory and table caps and remembers a denial, so the trap
+/// it causes is reported as `memory` whatever the guest does next.
+pub(crate) struct CallLimiter {
+    memory_cap: usize,
+    pub memory_denied: Option<usize>,
+}
+
+impl wasmtime::ResourceLimiter for CallLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_cap {
+            self.memory_denied = Some(desired);
+            return Err(HostTrap::new(
+                TrapReason::Memory,
+                format!(
+                    "memory cap of {} MiB reached (growing from {} to {} bytes)",
+                    self.memory_cap >> 20,
+                    current,
+                    desired
+                ),
+            )
+            .into());
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > MAX_TABLE_ELEMENTS {
+            return Err(HostTrap::new(
+                TrapReason::Memory,
+                format!("table of {desired} elements exceeds the cap of {MAX_TABLE_ELEMENTS}"),
+            )
+            .into());
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+/// What a captured stream has seen.
+#[derive(Debug, Default)]
+pub(crate) struct Capture {
+    pub kept: Vec<u8>,
+    pub total: u64,
+    pub exceeded: bool,
+}
+
+/// stdout or stderr of one call: keeps the first [`KEPT_STDIO_BYTES`],
+/// counts the rest, and traps the guest once `cap` bytes are passed.
+#[derive(Clone)]
+pub(crate) struct CapturedOutput {
+    name: &'static str,
+    cap: u64,
+    capture: Arc<Mutex<Capture>>,
+}
+
+impl CapturedOutput {
+    pub fn new(name: &'static str, cap: u64) -> CapturedOutput {
+        CapturedOutput { name, cap, capture: Arc::default() }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Capture> {
+        // A poisoned lock only means a writer panicked mid-append; the bytes
+        // are still a valid prefix.
+        self.capture.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn append(&self, bytes: &[u8]) -> Result<(), HostTrap> {
+        let mut c = self.lock();
+        c.total = c.total.saturating_add(bytes.len() as u64);
+        if c.total > self.cap {
+            c.exceeded = true;
+            return Err(HostTrap::new(
+                TrapReason::OutputTooLarge,
+                format!("{} exceeded its cap of {} bytes", self.name, self.cap),
+            ));
+        }
+        let room = KEPT_STDIO_BYTES.saturating_sub(c.kept.len());
+        let take = room.min(bytes.len());
+        c.kept.extend_from_slice(&bytes[..take]);
+        Ok(())
+    }
+}
+
+impl IsTerminal for CapturedOutput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for CapturedOutput {
+    fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for CapturedOutput {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for CapturedOutput {
+    fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
+        self.append(&bytes).map_err(|t| StreamError::Trap(t.into()))
+    }
+
+    fn flush(&mut self) -> Result<(), StreamError> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        Ok(64 << 10)
+    }
+}
+
+impl AsyncWrite for CapturedOutput {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Poll::Ready(
+            self.append(buf)
+                .map(|()| buf.len())
+                .map_err(|t| std::io::Error::other(t.detail)),
+        )
+    }
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Who is calling and what they may reach through the `host` interface.
+#[derive(Clone)]
+pub(crate) struct CallIdentity {
+    /// `name@version` of the skill.
+    pub skill: Arc<str>,
+    /// The tool being called.
+    pub tool: Arc<str>,
+}
+
+/// The state of one store: one call.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limiter: CallLimiter,
+    pub stdout: CapturedOutput,
+    pub stderr: CapturedOutput,
+    pub identity: CallIdentity,
+    pub limits: Limits,
+    pub deadline: Instant,
+    pub hostward_bytes: u64,
+    pub config: Arc<BTreeMap<String, String>>,
+    pub invoker: Option<Arc<dyn Invoker>>,
+    pub depth: u32,
+    /// The first deliberate trap a host function raised.
+    pub host_trap: Option<HostTrap>,
+}
+
+impl CallState {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        identity: CallIdentity,
+        limits: Limits,
+        deadline: Instant,
+        config: Arc<BTreeMap<String, String>>,
+        invoker: Option<Arc<dyn Invoker>>,
+        depth: u32,
+    ) -> CallState {
+        let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
+        let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
+        // Deny by default: no env, no args, no preopens, no network, stdin
+        // closed; stdout and stderr captured.
+        let mut builder = WasiCtx::builder();
+        builder.stdout(stdout.clone()).stderr(stderr.clone()).allow_blocking_current_thread(false);
+        let wasi = builder.build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCE_HANDLES);
+        CallState {
+            wasi,
+            table,
+            limiter: CallLimiter {
+                memory_cap: usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX),
+                memory_denied: None,
+            },
+            stdout,
+            stderr,
+            identity,
+            limits,
+            deadline,
+            hostward_bytes: 0,
+            config,
+            invoker,
+            depth,
+            host_trap: None,
+        }
+    }
+
+    /// Counts bytes the guest passes to the host; traps past the cap.
+    pub fn charge_hostward(&mut self, bytes: usize) -> wasmtime::Result<()> {
+        self.hostward_bytes = self.hostward_bytes.saturating_add(bytes as u64);
+        if self.hostward_bytes > self.limits.max_hostward_bytes {
+            let trap = HostTrap::new(
+                TrapReason::OutputTooLarge,
+                format!(
+                    "the component passed more than {} bytes to host imports in one call",
+                    self.limits.max_hostward_bytes
+                ),
+            );
+            self.host_trap.get_or_insert(trap.clone());
+            return Err(trap.into());
+        }
+        Ok(())
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl wasmtime_wasi_io::IoView for CallState {
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+}
