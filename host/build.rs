@@ -18,8 +18,12 @@ const PLUGINS: &[(&str, bool)] = &[
 ];
 
 fn main() {
-    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let root = manifest_dir.parent().expect("host/ has a parent").to_path_buf();
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf();
     let plugins = root.join("plugins");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let target_dir = out_dir.join("wasm-target");
@@ -38,10 +42,18 @@ fn main() {
         cmd.arg("-p").arg(name);
     }
     // Flags meant for the host build must not leak into the guest build.
-    for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("failed to run cargo for the guest plugins");
+    let status = cmd
+        .status()
+        .expect("failed to run cargo for the guest plugins");
     if !status.success() {
         panic!(
             "building the guest plugins for wasm32-wasip2 failed ({status}); \
@@ -55,7 +67,11 @@ fn main() {
     for (name, builtin) in PLUGINS {
         let stem = name.replace('-', "_");
         let wasm = release.join(format!("{stem}.wasm"));
-        assert!(wasm.exists(), "expected {} after the guest build", wasm.display());
+        assert!(
+            wasm.exists(),
+            "expected {} after the guest build",
+            wasm.display()
+        );
         let konst = stem.to_uppercase();
         generated.push_str(&format!(
             "/// Path of the `{name}` component built from `plugins/{name}`.\npub const {konst}_WASM_PATH: &str = {:?};\n",
@@ -72,12 +88,23 @@ fn main() {
             ));
         }
         emit_dep_file(&release.join(format!("{stem}.d")));
-        println!("cargo:rerun-if-changed={}", plugins.join(name).join("Cargo.toml").display());
-        println!("cargo:rerun-if-changed={}", plugins.join(name).join("skill.yaml").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            plugins.join(name).join("Cargo.toml").display()
+        );
+        println!(
+            "cargo:rerun-if-changed={}",
+            plugins.join(name).join("skill.yaml").display()
+        );
     }
     fs::write(out_dir.join("plugin_artifacts.rs"), generated).expect("write plugin_artifacts.rs");
 
-    for path in ["plugins/Cargo.toml", "plugins/Cargo.lock", "guest-sdk/Cargo.toml", "wit"] {
+    for path in [
+        "plugins/Cargo.toml",
+        "plugins/Cargo.lock",
+        "guest-sdk/Cargo.toml",
+        "wit",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
     println!("cargo:rerun-if-changed=build.rs");

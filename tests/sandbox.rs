@@ -1,21 +1,1173 @@
-use serde_json::json;
-use skillhost::{LimitsRequest, TrapReason};
-use skillhost_e2e::*;
+//! End-to-end tests of the sandbox: every hostile tool ends with its typed
+//! trap and leaves the sandbox serving normal calls; arguments are checked;
+//! components asking for filesystem or network are refused at load; junk
+//! never panics the loader; concurrency, pool exhaustion, fresh instances
+//! and the compiled-code cache behave as documented.
 
-#[tokio::test]
-async fn smoke() {
-    let sb = sandbox();
-    let t = text_tools(&sb);
-    t.verify_implemented().await.unwrap();
-    let out = t.call("text.word_count", &json!({"text": "a b c\nd"}), &LimitsRequest::default()).await.unwrap();
-    println!("{out:?}");
-    let h = hostile(&sb);
-    for tool in ["hostile.spin", "hostile.alloc", "hostile.recurse", "hostile.flood_stdout", "hostile.panic", "hostile.snoop", "hostile.huge_output"] {
-        let start = std::time::Instant::now();
-        let r = h.call(tool, &json!({}), &LimitsRequest::default()).await;
-        println!("{tool} [{:?}]: {:?}", start.elapsed(), r.map(|o| o.output.to_string().chars().take(200).collect::<String>()).map_err(|e| e.to_string()));
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use skillhost::plugin_artifacts as art;
+use skillhost::{
+    CallError, CallFailure, CallOptions, CallOutput, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_MAX_STDIO_BYTES, LimitsRequest, LoadErrorKind, Sandbox, SandboxBuilder, Skill,
+    TrapReason,
+};
+use skillhost_e2e::*;
+use tokio::task::JoinSet;
+
+/// Upper bound for calls that must end "promptly" (a bound, not a benchmark).
+const PROMPT: Duration = Duration::from_secs(3);
+
+/// The shared sandbox's hostile and text-tools skills.
+fn setup() -> (&'static Skill, &'static Skill) {
+    let s = shared();
+    (&s.hostile, &s.text_tools)
+}
+
+fn no_args() -> Value {
+    json!({})
+}
+
+fn timeout_ms(ms: u64) -> LimitsRequest {
+    LimitsRequest {
+        timeout_ms: Some(ms),
+        ..Default::default()
     }
-    let r = h.call("hostile.sleep", &json!({}), &LimitsRequest{timeout_ms: Some(300), ..Default::default()}).await;
-    println!("sleep: {:?}", r.map_err(|e| e.to_string()));
-    let _ = TrapReason::Fuel;
+}
+
+/// What `hostile.recurse` computes for `limit`, mirrored from the plugin.
+fn recurse_expected(depth: u64, limit: u64) -> u64 {
+    if depth == limit {
+        return depth;
+    }
+    let below = recurse_expected(depth + 1, limit);
+    below.rotate_left((depth & 31) as u32) ^ depth
+}
+
+// ---------------------------------------------------------------------------
+// 1. Every hostile tool ends with its trap, and the sandbox keeps working.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_runs_out_of_fuel_under_default_limits() {
+    let (h, t) = setup();
+    let (err, detail) = expect_trap(
+        h.call("hostile.spin", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::Fuel,
+    );
+    assert!(
+        detail.contains(&format!("budget of {DEFAULT_FUEL} units")),
+        "detail: {detail}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("trapped (fuel)") && msg.contains("fuel"),
+        "{msg}"
+    );
+    assert_eq!(
+        (err.skill.as_str(), err.tool.as_str()),
+        ("hostile@0.1.0", "hostile.spin")
+    );
+    assert_word_count_works(&t, "hostile.spin (fuel)").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_hits_the_deadline_with_a_huge_fuel_budget() {
+    let (h, t) = setup();
+    let req = LimitsRequest {
+        fuel: Some(50_000_000_000),
+        timeout_ms: Some(300),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let result = h.call("hostile.spin", &no_args(), &req).await;
+    let elapsed = start.elapsed();
+    let (err, detail) = expect_trap(result, TrapReason::Deadline);
+    assert!(detail.contains("deadline of 300 ms"), "detail: {detail}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("deadline") || msg.contains("timed out"),
+        "{msg}"
+    );
+    assert!(
+        elapsed < PROMPT,
+        "a 300 ms deadline took {elapsed:?} to stop the spin"
+    );
+    assert_word_count_works(&t, "hostile.spin (deadline)").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alloc_hits_the_default_memory_cap() {
+    let (h, t) = setup();
+    let (err, detail) = expect_trap(
+        h.call("hostile.alloc", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::Memory,
+    );
+    assert!(detail.contains("memory cap of 64 MiB"), "detail: {detail}");
+    assert!(err.to_string().contains("memory"), "{err}");
+    assert_word_count_works(&t, "hostile.alloc (64 MiB)").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alloc_hits_a_small_requested_memory_cap() {
+    let (h, t) = setup();
+    let req = LimitsRequest {
+        memory_bytes: Some(8 << 20),
+        ..Default::default()
+    };
+    let (err, detail) = expect_trap(
+        h.call("hostile.alloc", &no_args(), &req).await,
+        TrapReason::Memory,
+    );
+    assert!(detail.contains("memory cap of 8 MiB"), "detail: {detail}");
+    assert!(err.to_string().contains("memory"), "{err}");
+    assert_word_count_works(&t, "hostile.alloc (8 MiB)").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recurse_overflows_the_stack_and_bounded_recursion_works() {
+    let (h, t) = setup();
+    let (err, detail) = expect_trap(
+        h.call("hostile.recurse", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::Stack,
+    );
+    assert!(detail.contains("stack overflow"), "detail: {detail}");
+    assert!(err.to_string().contains("stack"), "{err}");
+    assert_word_count_works(&t, "hostile.recurse (unbounded)").await;
+
+    let out = h
+        .call(
+            "hostile.recurse",
+            &json!({"limit": 100}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("recursion 100 deep fits in the stack");
+    assert_eq!(out.output, json!(recurse_expected(0, 100)));
+    assert_word_count_works(&t, "hostile.recurse {limit: 100}").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flood_stdout_is_stopped_naming_stdout() {
+    let (h, t) = setup();
+    let (err, detail) = expect_trap(
+        h.call(
+            "hostile.flood_stdout",
+            &no_args(),
+            &LimitsRequest::default(),
+        )
+        .await,
+        TrapReason::OutputTooLarge,
+    );
+    assert!(
+        detail.contains("stdout")
+            && detail.contains(&format!("cap of {DEFAULT_MAX_STDIO_BYTES} bytes")),
+        "detail: {detail}"
+    );
+    assert!(
+        err.to_string().contains("trapped (output-too-large)"),
+        "{err}"
+    );
+    assert_word_count_works(&t, "hostile.flood_stdout").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panic_is_reported_with_its_message() {
+    let (h, t) = setup();
+    let (err, detail) = expect_trap(
+        h.call("hostile.panic", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::Panic,
+    );
+    assert!(
+        detail.contains("hostile.panic was asked to panic"),
+        "detail: {detail}"
+    );
+    assert!(
+        err.to_string().contains("hostile.panic was asked to panic"),
+        "{err}"
+    );
+    assert!(
+        err.stderr.contains("hostile.panic was asked to panic"),
+        "stderr: {:?}",
+        err.stderr
+    );
+    assert_word_count_works(&t, "hostile.panic").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sleep_hits_the_deadline_promptly() {
+    let (h, t) = setup();
+    let start = Instant::now();
+    let result = h.call("hostile.sleep", &no_args(), &timeout_ms(300)).await;
+    let elapsed = start.elapsed();
+    let (err, detail) = expect_trap(result, TrapReason::Deadline);
+    assert!(detail.contains("deadline of 300 ms"), "detail: {detail}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("deadline") || msg.contains("timed out"),
+        "{msg}"
+    );
+    assert!(
+        elapsed < PROMPT,
+        "a 300 ms deadline took {elapsed:?} to end a sleep"
+    );
+    assert_word_count_works(&t, "hostile.sleep").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snoop_sees_no_environment_arguments_stdin_or_host_paths() {
+    let (h, t) = setup();
+    let out = h
+        .call("hostile.snoop", &no_args(), &LimitsRequest::default())
+        .await
+        .expect("snoop runs");
+    let seen = &out.output;
+    assert_eq!(
+        seen["env"],
+        json!([]),
+        "the guest saw environment variables: {seen}"
+    );
+    assert_eq!(seen["args"], json!([]), "the guest saw arguments: {seen}");
+    assert_eq!(
+        seen["stdin"],
+        json!(""),
+        "the guest read something from stdin: {seen}"
+    );
+    match &seen["cwd"] {
+        Value::Null => {}
+        Value::String(cwd) => assert_eq!(cwd, "/", "the guest saw a working folder: {seen}"),
+        other => panic!("unexpected cwd {other}"),
+    }
+    // No host path or environment value leaks anywhere in what it saw.
+    let text = seen.to_string();
+    let here = std::env::current_dir().expect("current dir");
+    let here = here.to_string_lossy();
+    assert!(
+        here != "/" && !text.contains(&*here),
+        "the guest saw the host folder {here}: {text}"
+    );
+    for (key, value) in std::env::vars() {
+        if value.len() >= 4 {
+            assert!(
+                !text.contains(&value),
+                "the guest saw the value of ${key}: {text}"
+            );
+        }
+    }
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    assert_word_count_works(&t, "hostile.snoop").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_output_is_refused_and_an_empty_one_is_fine() {
+    let (h, t) = setup();
+    let (err, detail) = expect_trap(
+        h.call("hostile.huge_output", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::OutputTooLarge,
+    );
+    // 8 MiB of `x` plus the two quotes of the JSON string.
+    let expected = format!(
+        "the result is {} bytes, over the output cap of {DEFAULT_MAX_OUTPUT_BYTES} bytes",
+        (8 << 20) + 2
+    );
+    assert_eq!(detail, expected);
+    assert!(err.to_string().contains("output-too-large"), "{err}");
+    assert_word_count_works(&t, "hostile.huge_output (8 MiB)").await;
+
+    let out = h
+        .call(
+            "hostile.huge_output",
+            &json!({"mib": 0}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("an empty output is fine");
+    assert_eq!(out.output, json!(""));
+    assert_word_count_works(&t, "hostile.huge_output {mib: 0}").await;
+}
+
+// ---------------------------------------------------------------------------
+// 2. Error messages use the words the CLI promises.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_messages_use_the_words_the_cli_promises() {
+    let (h, t) = setup();
+    let small_fuel = LimitsRequest {
+        fuel: Some(1_000_000),
+        ..Default::default()
+    };
+    let small_memory = LimitsRequest {
+        memory_bytes: Some(8 << 20),
+        ..Default::default()
+    };
+    let cases: [(&str, Value, LimitsRequest, TrapReason, &[&str]); 4] = [
+        (
+            "hostile.spin",
+            no_args(),
+            small_fuel,
+            TrapReason::Fuel,
+            &["fuel"],
+        ),
+        (
+            "hostile.alloc",
+            no_args(),
+            small_memory,
+            TrapReason::Memory,
+            &["memory"],
+        ),
+        (
+            "hostile.sleep",
+            no_args(),
+            timeout_ms(100),
+            TrapReason::Deadline,
+            &["deadline", "timed out"],
+        ),
+        (
+            "hostile.recurse",
+            no_args(),
+            LimitsRequest::default(),
+            TrapReason::Stack,
+            &["stack"],
+        ),
+    ];
+    for (tool, args, req, reason, words) in cases {
+        let (err, _) = expect_trap(h.call(tool, &args, &req).await, reason);
+        let msg = err.to_string();
+        assert!(
+            words.iter().any(|w| msg.contains(w)),
+            "`{msg}` contains none of {words:?}"
+        );
+        assert!(
+            msg.contains(&format!("trapped ({})", reason.as_str())),
+            "{msg}"
+        );
+    }
+    let (err, _) = expect_invalid_input(
+        t.call(
+            "text.word_count",
+            &json!({"txt": 1}),
+            &LimitsRequest::default(),
+        )
+        .await,
+    );
+    assert!(err.to_string().contains("invalid-input"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// 3. Argument validation.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn word_count_arguments_are_checked_before_the_sandbox() {
+    let (_, t) = setup();
+    // One unit of fuel cannot even instantiate the component: a call that
+    // enters the sandbox with it traps for fuel. Bad arguments must be
+    // refused before that.
+    let one_fuel = LimitsRequest {
+        fuel: Some(1),
+        ..Default::default()
+    };
+    expect_trap(
+        t.call("text.word_count", &json!({"text": "a b"}), &one_fuel)
+            .await,
+        TrapReason::Fuel,
+    );
+
+    let (_, m) = expect_invalid_input(
+        t.call("text.word_count", &json!({"text": 5}), &one_fuel)
+            .await,
+    );
+    assert!(
+        m.contains("input schema") && m.contains("/text:"),
+        "message does not name `/text`: {m}"
+    );
+
+    let (_, m) = expect_invalid_input(t.call("text.word_count", &json!({}), &one_fuel).await);
+    assert!(
+        m.contains("input schema") && m.contains("\"text\""),
+        "message does not name `text`: {m}"
+    );
+
+    let (_, m) = expect_invalid_input(
+        t.call(
+            "text.word_count",
+            &json!({"text": "a", "extra": true}),
+            &one_fuel,
+        )
+        .await,
+    );
+    assert!(
+        m.contains("input schema") && m.contains("extra"),
+        "message does not name `extra`: {m}"
+    );
+
+    let (_, m) = expect_invalid_input(t.call("text.word_count", &json!(["text"]), &one_fuel).await);
+    assert!(
+        m.contains("input schema") && m.contains("/:"),
+        "message does not point at the root: {m}"
+    );
+
+    let (_, m) = expect_invalid_input(
+        t.call("text.no_such_tool", &json!({"text": "a"}), &one_fuel)
+            .await,
+    );
+    assert!(m.contains("no tool `text.no_such_tool`"), "{m}");
+
+    // Limits outside the policy are refused too, naming the limit.
+    let (_, m) = expect_invalid_input(
+        t.call(
+            "text.word_count",
+            &json!({"text": "a"}),
+            &LimitsRequest {
+                fuel: Some(0),
+                ..Default::default()
+            },
+        )
+        .await,
+    );
+    assert!(m.contains("limit `fuel`"), "{m}");
+
+    assert_word_count_works(&t, "invalid arguments").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guest_names_the_field_when_the_schema_is_bypassed() {
+    let (_, t) = setup();
+    let component = t.component().expect("text-tools has a component");
+    let (_, m) = expect_invalid_input(
+        component
+            .call("text.word_count", r#"{"text": 3}"#, &CallOptions::default())
+            .await,
+    );
+    assert!(
+        m.contains("`text.word_count`") && m.contains("field `text`"),
+        "{m}"
+    );
+    let (_, m) = expect_invalid_input(
+        component
+            .call("text.word_count", "not json", &CallOptions::default())
+            .await,
+    );
+    assert!(m.contains("`text.word_count`"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regex_replace_with_an_invalid_pattern_is_invalid_input_from_the_guest() {
+    let (_, t) = setup();
+    let (err, m) = expect_invalid_input(
+        t.call(
+            "text.regex_replace",
+            &json!({"text": "abc", "pattern": "(unclosed", "replacement": "x"}),
+            &LimitsRequest::default(),
+        )
+        .await,
+    );
+    // The host's own schema errors say "input schema"; this one is the tool's.
+    assert!(
+        m.starts_with("field `pattern`:") && !m.contains("input schema"),
+        "{m}"
+    );
+    assert!(
+        err.to_string().contains("invalid-input: field `pattern`"),
+        "{err}"
+    );
+
+    let out = t
+        .call(
+            "text.regex_replace",
+            &json!({"text": "a1 b22", "pattern": "[0-9]+", "replacement": "#"}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("a valid replacement works");
+    assert_eq!(out.output, json!({"text": "a# b#", "replacements": 2}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_query_finds_values_and_reports_absent_pointers() {
+    let j = &shared().json_tools;
+    let doc =
+        json!({"items": [{"name": "first", "tags": ["a", "b"]}, {"name": "second"}], "n": null});
+
+    let out = j
+        .call(
+            "json.query",
+            &json!({"document": doc, "pointer": "/items/0/name"}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("query");
+    assert_eq!(out.output, json!("first"));
+    let out = j
+        .call(
+            "json.query",
+            &json!({"document": doc, "pointer": "/items/0/tags"}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("query");
+    assert_eq!(out.output, json!(["a", "b"]));
+    let out = j
+        .call(
+            "json.query",
+            &json!({"document": doc, "pointer": "/n"}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("query of a null");
+    assert_eq!(out.output, Value::Null);
+    let out = j
+        .call(
+            "json.query",
+            &json!({"document": doc, "pointer": ""}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("query of the root");
+    assert_eq!(out.output, doc);
+
+    let (_, m) = expect_invalid_input(
+        j.call(
+            "json.query",
+            &json!({"document": doc, "pointer": "/items/7/name"}),
+            &LimitsRequest::default(),
+        )
+        .await,
+    );
+    assert_eq!(
+        m,
+        "field `pointer`: nothing at `/items/7/name` in the document"
+    );
+    let (_, m) = expect_invalid_input(
+        j.call(
+            "json.query",
+            &json!({"document": doc, "pointer": "items"}),
+            &LimitsRequest::default(),
+        )
+        .await,
+    );
+    assert!(
+        m.starts_with("field `pointer`:") && m.contains("not a JSON Pointer"),
+        "{m}"
+    );
+    let (_, m) = expect_invalid_input(
+        j.call(
+            "json.query",
+            &json!({"document": doc}),
+            &LimitsRequest::default(),
+        )
+        .await,
+    );
+    assert!(
+        m.contains("input schema") && m.contains("\"pointer\""),
+        "{m}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 4. Components importing filesystem or sockets are refused at load.
+// ---------------------------------------------------------------------------
+
+/// Backquoted names in a refusal message.
+fn quoted_names(message: &str) -> Vec<&str> {
+    message.split('`').skip(1).step_by(2).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_fs_is_refused_at_load() {
+    let sb = &shared().sandbox;
+    let e = expect_load_error(load_plugin(
+        sb,
+        art::HOSTILE_FS_DIR,
+        art::HOSTILE_FS_WASM_PATH,
+    ));
+    assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
+    assert_eq!(e.skill, "hostile-fs@0.1.0");
+    let refused: Vec<&str> = quoted_names(&e.message)
+        .into_iter()
+        .filter(|n| n.contains(':'))
+        .collect();
+    assert!(
+        refused.iter().any(|n| n.starts_with("wasi:filesystem/")),
+        "{e}"
+    );
+    assert!(
+        refused.iter().all(|n| n.starts_with("wasi:filesystem/")),
+        "refused more than the filesystem: {e}"
+    );
+
+    let e = sb
+        .load("direct@1.0.0", &read_component(art::HOSTILE_FS_WASM_PATH))
+        .expect_err("must be refused");
+    assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("skill `direct@1.0.0`: refused before running")
+            && e.message.contains("`wasi:filesystem/"),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_net_is_refused_at_load() {
+    let sb = &shared().sandbox;
+    let e = expect_load_error(load_plugin(
+        sb,
+        art::HOSTILE_NET_DIR,
+        art::HOSTILE_NET_WASM_PATH,
+    ));
+    assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
+    assert_eq!(e.skill, "hostile-net@0.1.0");
+    let refused: Vec<&str> = quoted_names(&e.message)
+        .into_iter()
+        .filter(|n| n.contains(':'))
+        .collect();
+    assert!(
+        refused.iter().any(|n| n.starts_with("wasi:sockets/")),
+        "{e}"
+    );
+    assert!(
+        refused
+            .iter()
+            .all(|n| n.starts_with("wasi:sockets/") || n.starts_with("wasi:filesystem/")),
+        "refused something unexpected: {e}"
+    );
+
+    let e = sb
+        .load("direct@1.0.0", &read_component(art::HOSTILE_NET_WASM_PATH))
+        .expect_err("must be refused");
+    assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
+    assert!(e.message.contains("`wasi:sockets/"), "{e}");
+}
+
+// ---------------------------------------------------------------------------
+// 5. Junk never panics the loader and gets a clear kind.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn junk_bytes_give_typed_load_errors() {
+    let sb = &shared().sandbox;
+    let real = read_component(art::HOSTILE_WASM_PATH);
+    let mut pseudo_random = Vec::with_capacity(4096);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..4096 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        pseudo_random.push((x >> 56) as u8);
+    }
+    let mut component_header_then_junk = real[..8].to_vec();
+    component_header_then_junk.extend_from_slice(&pseudo_random);
+
+    const NOT_WASM: &str = "not a WebAssembly binary";
+    const CORE: &str = "this is a core WebAssembly module, not a component";
+    const INVALID: &str = "invalid component";
+    let cases: Vec<(&str, Vec<u8>, LoadErrorKind, &str)> = vec![
+        (
+            "garbage text",
+            b"this is definitely not WebAssembly".to_vec(),
+            LoadErrorKind::NotWebAssembly,
+            NOT_WASM,
+        ),
+        (
+            "pseudo-random bytes",
+            pseudo_random.clone(),
+            LoadErrorKind::NotWebAssembly,
+            NOT_WASM,
+        ),
+        (
+            "empty file",
+            Vec::new(),
+            LoadErrorKind::NotWebAssembly,
+            NOT_WASM,
+        ),
+        (
+            "magic only",
+            b"\0asm".to_vec(),
+            LoadErrorKind::NotWebAssembly,
+            NOT_WASM,
+        ),
+        (
+            "core module header",
+            b"\0asm\x01\0\0\0".to_vec(),
+            LoadErrorKind::CoreModule,
+            CORE,
+        ),
+        (
+            "minimal core module",
+            MINIMAL_CORE_MODULE.to_vec(),
+            LoadErrorKind::CoreModule,
+            CORE,
+        ),
+        (
+            "unknown layer",
+            b"\0asm\x0d\0\x02\0".to_vec(),
+            LoadErrorKind::Malformed,
+            "unsupported WebAssembly version/layer bytes [0d, 00, 02, 00]",
+        ),
+        // Eight header bytes are a valid, empty component: it compiles and
+        // is refused for not exporting the tools interface.
+        (
+            "component header only",
+            real[..8].to_vec(),
+            LoadErrorKind::Refused,
+            "the component does not export `skillhost:plugin/tools@0.1.x`",
+        ),
+        (
+            "component header then junk",
+            component_header_then_junk,
+            LoadErrorKind::Malformed,
+            INVALID,
+        ),
+        (
+            "first half of a real component",
+            real[..real.len() / 2].to_vec(),
+            LoadErrorKind::Malformed,
+            INVALID,
+        ),
+        (
+            "real component minus its last byte",
+            real[..real.len() - 1].to_vec(),
+            LoadErrorKind::Malformed,
+            INVALID,
+        ),
+    ];
+    for (what, bytes, kind, words) in cases {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sb.load("junk@0.1.0", &bytes)
+        }));
+        let result = result.unwrap_or_else(|_| panic!("loading {what} panicked"));
+        let e = match result {
+            Ok(c) => panic!("{what} loaded as {c:?}"),
+            Err(e) => e,
+        };
+        assert_eq!(e.kind, kind, "{what}: {e}");
+        let msg = e.to_string();
+        assert!(msg.starts_with("skill `junk@0.1.0`: "), "{what}: {msg}");
+        assert!(
+            msg.contains(words),
+            "{what}: `{msg}` does not say `{words}`"
+        );
+        if kind == LoadErrorKind::NotWebAssembly {
+            assert!(
+                msg.contains(&format!("({} bytes, no `\\0asm` header)", bytes.len())),
+                "{what}: {msg}"
+            );
+        }
+    }
+
+    // The same through `Skill::from_parts`, with a real manifest.
+    let manifest = skillhost::SkillManifest::load_dir(std::path::Path::new(art::HOSTILE_DIR))
+        .expect("manifest");
+    let e = expect_load_error(Skill::from_parts(
+        sb,
+        manifest,
+        Some(&real[..real.len() / 2]),
+    ));
+    assert_eq!(
+        (e.kind, e.skill.as_str()),
+        (LoadErrorKind::Malformed, "hostile@0.1.0"),
+        "{e}"
+    );
+
+    // And the sandbox still runs a real component.
+    assert_word_count_works(&shared().text_tools, "junk loads").await;
+}
+
+// ---------------------------------------------------------------------------
+// 6. Hostile and normal calls at once on one sandbox.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_and_normal_calls_run_concurrently() {
+    const NORMAL_CALLS: usize = 240;
+    const IN_FLIGHT: usize = 16;
+    const RSS_GROWTH_BOUND: u64 = 512 << 20;
+
+    // A sandbox of its own: the RSS check below should see this run only.
+    let sb = sandbox();
+    let h = hostile(&sb);
+    let t = text_tools(&sb);
+    assert_word_count_works(&t, "loading").await;
+    let rss_before = vm_rss_bytes().expect("VmRSS in /proc/self/status");
+    let peak = Arc::new(AtomicU64::new(rss_before));
+    let done = Arc::new(AtomicBool::new(false));
+    let monitor = {
+        let (peak, done) = (peak.clone(), done.clone());
+        tokio::spawn(async move {
+            while !done.load(Ordering::Relaxed) {
+                if let Some(rss) = vm_rss_bytes() {
+                    peak.fetch_max(rss, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+
+    let run = async {
+        let mut hostile_calls = JoinSet::new();
+        let hostile_cases = [
+            ("hostile.spin", LimitsRequest::default(), TrapReason::Fuel),
+            (
+                "hostile.alloc",
+                LimitsRequest::default(),
+                TrapReason::Memory,
+            ),
+            ("hostile.sleep", timeout_ms(2000), TrapReason::Deadline),
+            (
+                "hostile.flood_stdout",
+                LimitsRequest::default(),
+                TrapReason::OutputTooLarge,
+            ),
+        ];
+        for (tool, req, reason) in hostile_cases {
+            let h = h.clone();
+            hostile_calls
+                .spawn(async move { (tool, reason, h.call(tool, &json!({}), &req).await) });
+        }
+
+        let permits = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+        let mut normal_calls = JoinSet::new();
+        for i in 0..NORMAL_CALLS {
+            let permit = permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("semaphore open");
+            let t = t.clone();
+            normal_calls.spawn(async move {
+                let _permit = permit;
+                let text = sample_text(i);
+                let result = t
+                    .call(
+                        "text.word_count",
+                        &json!({"text": text}),
+                        &LimitsRequest::default(),
+                    )
+                    .await;
+                (i, text, result)
+            });
+        }
+
+        let mut ok = 0;
+        while let Some(joined) = normal_calls.join_next().await {
+            let (i, text, result) = joined.expect("normal call task");
+            let out = result.unwrap_or_else(|e| panic!("normal call {i} failed: {e}"));
+            assert_eq!(out.output, expected_word_count(&text), "normal call {i}");
+            ok += 1;
+        }
+        assert_eq!(ok, NORMAL_CALLS);
+
+        let mut trapped = Vec::new();
+        while let Some(joined) = hostile_calls.join_next().await {
+            let (tool, reason, result) = joined.expect("hostile call task");
+            let (err, _) = expect_trap(result, reason);
+            assert_eq!(err.tool, tool);
+            trapped.push(tool);
+        }
+        trapped.sort_unstable();
+        assert_eq!(
+            trapped,
+            [
+                "hostile.alloc",
+                "hostile.flood_stdout",
+                "hostile.sleep",
+                "hostile.spin"
+            ]
+        );
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the concurrent calls finish within 60 s");
+
+    done.store(true, Ordering::Relaxed);
+    monitor.await.expect("monitor task");
+    let rss_after = vm_rss_bytes().expect("VmRSS in /proc/self/status");
+    let peak = peak.load(Ordering::Relaxed).max(rss_after);
+    let growth = peak.saturating_sub(rss_before);
+    assert!(
+        growth < RSS_GROWTH_BOUND,
+        "host RSS grew by {} MiB (before {} MiB, peak {} MiB, after {} MiB)",
+        growth >> 20,
+        rss_before >> 20,
+        peak >> 20,
+        rss_after >> 20
+    );
+    assert_word_count_works(&t, "the concurrent run").await;
+}
+
+// ---------------------------------------------------------------------------
+// 7. A full instance pool answers `busy` at once.
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_pool_answers_busy_at_once() {
+    let sb = SandboxBuilder::new()
+        .max_instances(2)
+        .build()
+        .expect("sandbox with 2 instances");
+    let h = hostile(&sb);
+    let t = text_tools(&sb);
+
+    let mut sleepers = Vec::new();
+    for _ in 0..2 {
+        let h = h.clone();
+        sleepers.push(tokio::spawn(async move {
+            h.call("hostile.sleep", &json!({}), &timeout_ms(1500)).await
+        }));
+    }
+    // Let both sleepers instantiate (microseconds; this is generous).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let start = Instant::now();
+    let result = t
+        .call(
+            "text.word_count",
+            &json!({"text": "a b"}),
+            &LimitsRequest::default(),
+        )
+        .await;
+    let elapsed = start.elapsed();
+    assert!(
+        sleepers.iter().all(|s| !s.is_finished()),
+        "a sleeper ended before the third call was answered"
+    );
+    let err = match result {
+        Ok(out) => panic!(
+            "the third call ran although both slots were taken: {}",
+            out.output
+        ),
+        Err(e) => e,
+    };
+    match &err.failure {
+        CallFailure::Busy { detail } => {
+            assert!(detail.contains("all instance slots are in use"), "{detail}")
+        }
+        other => panic!("expected busy, got {other:?} ({err})"),
+    }
+    assert!(
+        err.to_string().contains("busy") && err.to_string().contains("retry later"),
+        "{err}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "busy took {elapsed:?}: the call seems to have queued"
+    );
+
+    for s in sleepers {
+        expect_trap(s.await.expect("sleeper task"), TrapReason::Deadline);
+    }
+    // Slots are given back when calls end.
+    assert_word_count_works(&t, "the pool drained").await;
+    assert_word_count_works(&t, "the pool drained (twice)").await;
+}
+
+// ---------------------------------------------------------------------------
+// 8. Every call gets a fresh instance.
+// ---------------------------------------------------------------------------
+
+fn stdio_is_empty(out: &CallOutput, after: &str) {
+    assert!(
+        out.stdout.is_empty(),
+        "stdout of an earlier call leaked after {after}: {:?}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "stderr of an earlier call leaked after {after}: {:?}",
+        out.stderr
+    );
+}
+
+/// The "growing from N" bytes of a memory trap detail: the memory the
+/// instance had when it hit the cap.
+fn memory_before_denial(err: &CallError, detail: &str) -> u64 {
+    let tail = detail
+        .split("growing from ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no `growing from` in {err}"));
+    tail.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in {err}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_gets_a_fresh_instance() {
+    let (h, t) = setup();
+    let args = json!({"text": "one two\nthree"});
+    let baseline = t
+        .call("text.word_count", &args, &LimitsRequest::default())
+        .await
+        .expect("baseline call");
+    let first_snoop = h
+        .call("hostile.snoop", &no_args(), &LimitsRequest::default())
+        .await
+        .expect("snoop");
+
+    // Dirty everything a call can dirty: fuel, memory, stdout, stderr.
+    expect_trap(
+        h.call(
+            "hostile.spin",
+            &no_args(),
+            &LimitsRequest {
+                fuel: Some(50_000_000),
+                ..Default::default()
+            },
+        )
+        .await,
+        TrapReason::Fuel,
+    );
+    let (err, detail) = expect_trap(
+        h.call("hostile.alloc", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::Memory,
+    );
+    let grown = memory_before_denial(&err, &detail);
+    assert!(grown > 32 << 20, "alloc only grew to {grown} bytes");
+    expect_trap(
+        h.call(
+            "hostile.flood_stdout",
+            &no_args(),
+            &LimitsRequest::default(),
+        )
+        .await,
+        TrapReason::OutputTooLarge,
+    );
+    expect_trap(
+        h.call("hostile.panic", &no_args(), &LimitsRequest::default())
+            .await,
+        TrapReason::Panic,
+    );
+
+    // The same tool sees the same world as before, with nothing captured.
+    let second_snoop = h
+        .call("hostile.snoop", &no_args(), &LimitsRequest::default())
+        .await
+        .expect("snoop");
+    assert_eq!(first_snoop.output, second_snoop.output);
+    stdio_is_empty(&second_snoop, "flood_stdout and panic");
+
+    // Same work from a fresh instance costs exactly the same fuel.
+    let again = t
+        .call("text.word_count", &args, &LimitsRequest::default())
+        .await
+        .expect("word count again");
+    assert_eq!(again.output, baseline.output);
+    assert_eq!(
+        again.fuel_consumed, baseline.fuel_consumed,
+        "a second identical call consumed different fuel"
+    );
+    stdio_is_empty(&again, "hostile calls");
+
+    // A new instance starts from the component's initial memory, not from
+    // the memory the 64 MiB alloc grew to.
+    let small = LimitsRequest {
+        memory_bytes: Some(8 << 20),
+        ..Default::default()
+    };
+    let (err, detail) = expect_trap(
+        h.call("hostile.alloc", &no_args(), &small).await,
+        TrapReason::Memory,
+    );
+    let start_size = memory_before_denial(&err, &detail);
+    assert!(
+        start_size <= 8 << 20,
+        "instance began with {start_size} bytes"
+    );
+    let out = h
+        .call("hostile.recurse", &json!({"limit": 100}), &small)
+        .await
+        .expect("a small call after alloc");
+    assert_eq!(out.output, json!(recurse_expected(0, 100)));
+}
+
+// ---------------------------------------------------------------------------
+// 9. Compiled-code cache.
+// ---------------------------------------------------------------------------
+
+fn cwasm_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("read cache dir")
+        .map(|e| e.expect("cache dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn cached_sandbox(dir: &std::path::Path) -> Sandbox {
+    SandboxBuilder::new()
+        .cache_dir(dir)
+        .build()
+        .expect("sandbox with cache")
+}
+
+fn from_cache(skill: &Skill) -> bool {
+    skill
+        .component()
+        .expect("text-tools has a component")
+        .loaded_from_cache()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiled_code_cache_is_used_and_corruption_is_discarded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+
+    let first = text_tools(&cached_sandbox(dir.path()));
+    assert!(!from_cache(&first), "an empty cache served the first load");
+    let files = cwasm_files(dir.path());
+    assert_eq!(
+        files.len(),
+        1,
+        "expected one compiled artifact, found {files:?}"
+    );
+    assert_word_count_works(&first, "the first, compiling load").await;
+
+    let second = text_tools(&cached_sandbox(dir.path()));
+    assert!(from_cache(&second), "the second load compiled again");
+    assert_word_count_works(&second, "a load from the cache").await;
+    let out = second
+        .call(
+            "text.regex_replace",
+            &json!({"text": "a1 b22", "pattern": "[0-9]+", "replacement": "#"}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("regex from cached code");
+    assert_eq!(out.output, json!({"text": "a# b#", "replacements": 2}));
+
+    // Corrupt every artifact: the next load discards it and compiles.
+    for f in cwasm_files(dir.path()) {
+        std::fs::write(&f, b"garbage, not a compiled component at all").expect("corrupt the cache");
+    }
+    let third = text_tools(&cached_sandbox(dir.path()));
+    assert!(!from_cache(&third), "a corrupt artifact was used");
+    assert_word_count_works(&third, "a load over a corrupt cache").await;
+
+    // The recompiled artifact replaced the corrupt one and is used again.
+    let files = cwasm_files(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let len = std::fs::metadata(&files[0]).expect("artifact").len();
+    assert!(len > 1024, "the artifact was not rewritten ({len} bytes)");
+    let fourth = text_tools(&cached_sandbox(dir.path()));
+    assert!(from_cache(&fourth), "the rewritten artifact was not used");
+    assert_word_count_works(&fourth, "a load from the rewritten cache").await;
+
+    // No temporary files are left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read cache dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

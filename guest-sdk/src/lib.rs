@@ -104,8 +104,9 @@ impl ToolError {
 /// let n: serde_json::Value = skillhost_guest::invoke("text.word_count", &serde_json::json!({"text": "a b"}))?;
 /// ```
 pub fn invoke<A: Serialize, R: DeserializeOwned>(tool: &str, args: &A) -> Result<R, ToolError> {
-    let json = serde_json::to_string(args)
-        .map_err(|e| ToolError::InvalidInput(format!("cannot encode arguments for `{tool}`: {e}")))?;
+    let json = serde_json::to_string(args).map_err(|e| {
+        ToolError::InvalidInput(format!("cannot encode arguments for `{tool}`: {e}"))
+    })?;
     let out = invoke_json(tool, &json)?;
     serde_json::from_str(&out)
         .map_err(|e| ToolError::Failed(format!("cannot decode the result of `{tool}`: {e}")))
@@ -210,7 +211,10 @@ where
 /// let err = skillhost_guest::decode_arguments::<Args>("t", r#"{"text": 3}"#).unwrap_err();
 /// assert!(err.message().contains("`text`"));
 /// ```
-pub fn decode_arguments<A: DeserializeOwned>(tool: &str, arguments_json: &str) -> Result<A, ToolError> {
+pub fn decode_arguments<A: DeserializeOwned>(
+    tool: &str,
+    arguments_json: &str,
+) -> Result<A, ToolError> {
     let de = &mut serde_json::Deserializer::from_str(arguments_json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();

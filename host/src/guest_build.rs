@@ -33,10 +33,15 @@ pub enum BuildError {
 /// println!("built {}", wasm.display());
 /// ```
 pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
-    let fail = |message: String| BuildError::Failed { dir: dir.to_path_buf(), message };
+    let fail = |message: String| BuildError::Failed {
+        dir: dir.to_path_buf(),
+        message,
+    };
     let manifest = SkillManifest::load_dir(dir)?;
     let Some(component) = &manifest.component else {
-        return Err(fail("skill.yaml names no `component`: this skill has no code to build".into()));
+        return Err(fail(
+            "skill.yaml names no `component`: this skill has no code to build".into(),
+        ));
     };
     let cargo_toml = dir.join("Cargo.toml");
     let cargo_toml = cargo_toml
@@ -45,7 +50,13 @@ pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut child = Command::new(cargo)
         .current_dir(dir)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--message-format=json-render-diagnostics"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--message-format=json-render-diagnostics",
+        ])
         .arg("--manifest-path")
         .arg(&cargo_toml)
         .stdout(Stdio::piped())
@@ -77,9 +88,13 @@ pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
             }
         }
     }
-    let status = child.wait().map_err(|e| fail(format!("cargo did not finish: {e}")))?;
+    let status = child
+        .wait()
+        .map_err(|e| fail(format!("cargo did not finish: {e}")))?;
     if !status.success() {
-        return Err(fail(format!("cargo build failed ({status}); see the compiler output above")));
+        return Err(fail(format!(
+            "cargo build failed ({status}); see the compiler output above"
+        )));
     }
     let Some(artifact) = artifact else {
         return Err(fail(
@@ -88,11 +103,17 @@ pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
     };
     let dest = dir.join(component);
     if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
     }
     let tmp = dest.with_extension("wasm.tmp");
     std::fs::copy(&artifact, &tmp)
         .and_then(|_| std::fs::rename(&tmp, &dest))
-        .map_err(|e| fail(format!("cannot place the component at {}: {e}", dest.display())))?;
+        .map_err(|e| {
+            fail(format!(
+                "cannot place the component at {}: {e}",
+                dest.display()
+            ))
+        })?;
     Ok(dest)
 }

@@ -39,10 +39,13 @@ pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, LimitError, Limits, LimitsPolicy, LimitsRequest,
 };
-pub use manifest::{Example, MANIFEST_FILE, ManifestError, ManifestLimits, SkillManifest, ToolDecl, valid_tool_name};
+pub use manifest::{
+    Example, MANIFEST_FILE, ManifestError, ManifestLimits, SkillManifest, ToolDecl, valid_tool_name,
+};
 pub use sandbox::{
-    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind,
-    MAX_INVOKE_DEPTH, Sandbox, SandboxBuilder, SkillComponent, ToolError, TrapReason,
+    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
+    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, Sandbox, SandboxBuilder, SkillComponent, ToolError,
+    TrapReason,
 };
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};

@@ -1,1 +1,5 @@
-fn main(){}
+//! The `skillhost` binary.
+
+fn main() -> std::process::ExitCode {
+    skillhost::cli::main()
+}

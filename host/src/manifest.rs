@@ -176,7 +176,8 @@ fn valid_skill_name(name: &str) -> bool {
     !b.is_empty()
         && b.len() <= 64
         && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"._-".contains(c))
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"._-".contains(c))
 }
 
 /// Whether `name` is an acceptable tool name: 1 to 128 characters of ASCII
@@ -191,7 +192,8 @@ pub fn valid_tool_name(name: &str) -> bool {
     !b.is_empty()
         && b.len() <= 128
         && b[0].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(c))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(c))
 }
 
 /// Whether a relative path stays inside its folder: no absolute path, no
@@ -200,7 +202,9 @@ fn contained_relative_path(p: &str) -> bool {
     !p.is_empty()
         && !p.contains('\\')
         && !p.contains('\0')
-        && Path::new(p).components().all(|c| matches!(c, PathComponent::Normal(_) | PathComponent::CurDir))
+        && Path::new(p)
+            .components()
+            .all(|c| matches!(c, PathComponent::Normal(_) | PathComponent::CurDir))
 }
 
 impl SkillManifest {
@@ -250,7 +254,10 @@ impl SkillManifest {
         let mut listed = BTreeSet::new();
         for n in &self.tool_names {
             if !valid_tool_name(n) {
-                problems.push(format!("`tool_names`: `{}` is not a valid tool name", n.escape_debug()));
+                problems.push(format!(
+                    "`tool_names`: `{}` is not a valid tool name",
+                    n.escape_debug()
+                ));
             }
             if !listed.insert(n.as_str()) {
                 problems.push(format!("`tool_names`: `{n}` is listed twice"));
@@ -259,7 +266,10 @@ impl SkillManifest {
         let mut declared = BTreeSet::new();
         for (i, t) in self.tools.iter().enumerate() {
             if !valid_tool_name(&t.name) {
-                problems.push(format!("`tools[{i}].name`: `{}` is not a valid tool name", t.name.escape_debug()));
+                problems.push(format!(
+                    "`tools[{i}].name`: `{}` is not a valid tool name",
+                    t.name.escape_debug()
+                ));
             }
             if !declared.insert(t.name.as_str()) {
                 problems.push(format!("`tools[{i}]`: tool `{}` is declared twice", t.name));
@@ -270,7 +280,10 @@ impl SkillManifest {
                     t.name
                 ));
             }
-            for (field, schema) in [("input_schema", &t.input_schema), ("output_schema", &t.output_schema)] {
+            for (field, schema) in [
+                ("input_schema", &t.input_schema),
+                ("output_schema", &t.output_schema),
+            ] {
                 if let Some(s) = schema
                     && let Err(e) = crate::schema::Schema::compile(s)
                 {
@@ -292,7 +305,11 @@ impl SkillManifest {
             problems.push("`tools` are declared but no `component` implements them".into());
         }
         if let Some(l) = &self.limits {
-            for (name, v) in [("fuel", l.fuel), ("memory_mb", l.memory_mb), ("timeout_ms", l.timeout_ms)] {
+            for (name, v) in [
+                ("fuel", l.fuel),
+                ("memory_mb", l.memory_mb),
+                ("timeout_ms", l.timeout_ms),
+            ] {
                 if v == Some(0) {
                     problems.push(format!("`limits.{name}` must be greater than 0"));
                 }
@@ -300,13 +317,19 @@ impl SkillManifest {
         }
         for (i, e) in self.examples.iter().enumerate() {
             if !declared.contains(e.tool.as_str()) {
-                problems.push(format!("`examples[{i}]`: `{}` is not one of this skill's tools", e.tool));
+                problems.push(format!(
+                    "`examples[{i}]`: `{}` is not one of this skill's tools",
+                    e.tool
+                ));
             }
         }
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(ManifestError::Invalid { skill: self.name.clone(), problems })
+            Err(ManifestError::Invalid {
+                skill: self.name.clone(),
+                problems,
+            })
         }
     }
 
@@ -338,7 +361,14 @@ mod tests {
     fn problems_are_all_listed() {
         let y = "name: Bad Name\nversion: 0.1.0\ndescription: ''\ntool_names: [x, x]\ntools:\n  - name: y\n    description: d\n    input_schema: {type: 12}\ncomponent: ../escape.wasm\n";
         let err = SkillManifest::parse(y).unwrap_err().to_string();
-        for needle in ["`name`", "`description` is empty", "listed twice", "not listed in `tool_names`", "input_schema", "relative path"] {
+        for needle in [
+            "`name`",
+            "`description` is empty",
+            "listed twice",
+            "not listed in `tool_names`",
+            "input_schema",
+            "relative path",
+        ] {
             assert!(err.contains(needle), "missing {needle:?} in {err}");
         }
     }

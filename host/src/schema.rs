@@ -40,7 +40,9 @@ pub struct Schema {
 
 impl fmt::Debug for Schema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Schema").field("source", &self.source).finish()
+        f.debug_struct("Schema")
+            .field("source", &self.source)
+            .finish()
     }
 }
 
@@ -70,7 +72,10 @@ impl Schema {
             .with_retriever(NoRemoteRefs)
             .build(schema)
             .map_err(|e| e.to_string())?;
-        Ok(Schema { source: Arc::new(schema.clone()), validator: Arc::new(validator) })
+        Ok(Schema {
+            source: Arc::new(schema.clone()),
+            validator: Arc::new(validator),
+        })
     }
 
     /// The schema as written.
@@ -139,7 +144,10 @@ mod tests {
     fn remote_and_file_refs_are_refused() {
         for r in ["http://127.0.0.1:1/x.json", "file:///etc/passwd"] {
             let err = Schema::compile(&json!({"$ref": r})).unwrap_err();
-            assert!(err.contains("refused") || err.contains("Default retriever"), "{err}");
+            assert!(
+                err.contains("refused") || err.contains("Default retriever"),
+                "{err}"
+            );
         }
     }
 

@@ -11,8 +11,8 @@ use serde_json::Value;
 use crate::limits::{Limits, LimitsRequest};
 use crate::manifest::{ManifestError, SkillManifest};
 use crate::sandbox::{
-    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker, LoadError, Sandbox,
-    SkillComponent, ToolError,
+    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
+    LoadError, Sandbox, SkillComponent, ToolError,
 };
 use crate::schema::{Schema, default_args_schema};
 
@@ -80,7 +80,9 @@ pub struct Skill {
 
 impl std::fmt::Debug for Skill {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Skill").field("label", &self.inner.label).finish_non_exhaustive()
+        f.debug_struct("Skill")
+            .field("label", &self.inner.label)
+            .finish_non_exhaustive()
     }
 }
 
@@ -121,7 +123,11 @@ impl Skill {
     /// let skill = skillhost::Skill::from_parts(&sandbox, m, None).unwrap();
     /// assert_eq!(skill.label(), "notes@1.0.0");
     /// ```
-    pub fn from_parts(sandbox: &Sandbox, manifest: SkillManifest, wasm: Option<&[u8]>) -> Result<Skill, SkillError> {
+    pub fn from_parts(
+        sandbox: &Sandbox,
+        manifest: SkillManifest,
+        wasm: Option<&[u8]>,
+    ) -> Result<Skill, SkillError> {
         let label = label_of(&manifest);
         let component = match (&manifest.component, wasm) {
             (Some(_), Some(bytes)) => Some(sandbox.load(&label, bytes)?),
@@ -224,21 +230,43 @@ impl Skill {
         };
         let limits = self.limits(&LimitsRequest::default()).unwrap_or_default();
         let implemented = component.implemented(&limits).await?;
-        let declared: Vec<&str> = self.inner.manifest.tools.iter().map(|t| t.name.as_str()).collect();
-        let missing: Vec<&str> = declared.iter().copied().filter(|d| !implemented.iter().any(|i| i == d)).collect();
-        let extra: Vec<&str> =
-            implemented.iter().map(String::as_str).filter(|i| !declared.contains(i)).collect();
+        let declared: Vec<&str> = self
+            .inner
+            .manifest
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        let missing: Vec<&str> = declared
+            .iter()
+            .copied()
+            .filter(|d| !implemented.iter().any(|i| i == d))
+            .collect();
+        let extra: Vec<&str> = implemented
+            .iter()
+            .map(String::as_str)
+            .filter(|i| !declared.contains(i))
+            .collect();
         if missing.is_empty() && extra.is_empty() {
             return Ok(());
         }
         let mut parts = Vec::new();
         if !missing.is_empty() {
-            parts.push(format!("declared but not implemented: {}", missing.join(", ")));
+            parts.push(format!(
+                "declared but not implemented: {}",
+                missing.join(", ")
+            ));
         }
         if !extra.is_empty() {
-            parts.push(format!("implemented but not declared: {}", extra.join(", ")));
+            parts.push(format!(
+                "implemented but not declared: {}",
+                extra.join(", ")
+            ));
         }
-        Err(SkillError::Mismatch { skill: self.inner.label.clone(), message: parts.join("; ") })
+        Err(SkillError::Mismatch {
+            skill: self.inner.label.clone(),
+            message: parts.join("; "),
+        })
     }
 
     /// Calls one of this skill's tools: validates `args` against the input
@@ -254,9 +282,20 @@ impl Skill {
     /// assert!(err.to_string().contains("invalid-input"));
     /// # }
     /// ```
-    pub async fn call(&self, tool: &str, args: &Value, request: &LimitsRequest) -> Result<CallOutput, CallError> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: &Value,
+        request: &LimitsRequest,
+    ) -> Result<CallOutput, CallError> {
         let limits = self.limits(request).map_err(|e| {
-            CallError::new(&self.inner.label, tool, CallFailure::Tool { error: ToolError::InvalidInput(e.to_string()) })
+            CallError::new(
+                &self.inner.label,
+                tool,
+                CallFailure::Tool {
+                    error: ToolError::InvalidInput(e.to_string()),
+                },
+            )
         })?;
         let opts = CallOptions {
             limits,
@@ -268,13 +307,25 @@ impl Skill {
         self.call_with(tool, args, &opts).await
     }
 
-    async fn call_with(&self, tool: &str, args: &Value, opts: &CallOptions) -> Result<CallOutput, CallError> {
+    async fn call_with(
+        &self,
+        tool: &str,
+        args: &Value,
+        opts: &CallOptions,
+    ) -> Result<CallOutput, CallError> {
         let label = &self.inner.label;
         let tool_err = |error| CallError::new(label, tool, CallFailure::Tool { error });
-        let (Some(contract), Some(component)) = (self.inner.contracts.get(tool), &self.inner.component) else {
+        let (Some(contract), Some(component)) =
+            (self.inner.contracts.get(tool), &self.inner.component)
+        else {
             return Err(tool_err(ToolError::InvalidInput(format!(
                 "this skill has no tool `{tool}` (it has: {})",
-                self.inner.contracts.keys().cloned().collect::<Vec<_>>().join(", ")
+                self.inner
+                    .contracts
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))));
         };
         if let Err(problems) = contract.input.check(args) {
@@ -312,17 +363,22 @@ impl Invoker for SameSkill {
                 return Err(ToolError::Failed("the skill was unloaded".into()));
             };
             let own = inner.contracts.contains_key(&req.tool);
-            let listed = inner.manifest.tool_names.iter().any(|n| *n == req.tool);
+            let listed = inner.manifest.tool_names.contains(&req.tool);
             if !(own && listed) {
                 return Err(ToolError::Denied(format!(
                     "`{}` is not a tool of `{}` listed in its tool_names",
                     req.tool, inner.label
                 )));
             }
-            let args: Value = serde_json::from_str(&req.arguments_json)
-                .map_err(|e| ToolError::InvalidInput(format!("arguments for `{}` are not JSON: {e}", req.tool)))?;
-            let skill = Skill { inner: inner.clone() };
-            let limits = skill.limits(&LimitsRequest::default()).map_err(|e| ToolError::Failed(e.to_string()))?;
+            let args: Value = serde_json::from_str(&req.arguments_json).map_err(|e| {
+                ToolError::InvalidInput(format!("arguments for `{}` are not JSON: {e}", req.tool))
+            })?;
+            let skill = Skill {
+                inner: inner.clone(),
+            };
+            let limits = skill
+                .limits(&LimitsRequest::default())
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
             let opts = CallOptions {
                 limits,
                 config: inner.config.clone(),

@@ -51,19 +51,31 @@ impl skillhost::plugin::host::Host for CallState {
         let message = escape_control(&message, MAX_LOG_MESSAGE_BYTES, false);
         let (skill, tool) = (&*self.identity.skill, &*self.identity.tool);
         match level {
-            LogLevel::Trace => tracing::trace!(target: "skillhost::guest", skill, tool, "{message}"),
-            LogLevel::Debug => tracing::debug!(target: "skillhost::guest", skill, tool, "{message}"),
+            LogLevel::Trace => {
+                tracing::trace!(target: "skillhost::guest", skill, tool, "{message}")
+            }
+            LogLevel::Debug => {
+                tracing::debug!(target: "skillhost::guest", skill, tool, "{message}")
+            }
             LogLevel::Info => tracing::info!(target: "skillhost::guest", skill, tool, "{message}"),
             LogLevel::Warn => tracing::warn!(target: "skillhost::guest", skill, tool, "{message}"),
-            LogLevel::Error => tracing::error!(target: "skillhost::guest", skill, tool, "{message}"),
+            LogLevel::Error => {
+                tracing::error!(target: "skillhost::guest", skill, tool, "{message}")
+            }
         }
         Ok(())
     }
 
-    async fn invoke(&mut self, tool: String, arguments_json: String) -> wasmtime::Result<Result<String, WitToolError>> {
+    async fn invoke(
+        &mut self,
+        tool: String,
+        arguments_json: String,
+    ) -> wasmtime::Result<Result<String, WitToolError>> {
         self.charge_hostward(tool.len() + arguments_json.len())?;
         let Some(invoker) = self.invoker.clone() else {
-            return Ok(Err(WitToolError::Denied(format!("`{tool}`: this call may not invoke other tools"))));
+            return Ok(Err(WitToolError::Denied(format!(
+                "`{tool}`: this call may not invoke other tools"
+            ))));
         };
         let depth = self.depth + 1;
         if depth > MAX_INVOKE_DEPTH {
@@ -72,7 +84,9 @@ impl skillhost::plugin::host::Host for CallState {
             ))));
         }
         if Instant::now() >= self.deadline {
-            return Ok(Err(WitToolError::Failed(format!("`{tool}`: the caller's deadline has passed"))));
+            return Ok(Err(WitToolError::Failed(format!(
+                "`{tool}`: the caller's deadline has passed"
+            ))));
         }
         let request = InvokeRequest {
             caller: self.identity.skill.to_string(),
@@ -94,7 +108,12 @@ impl skillhost::plugin::host::Host for CallState {
         Ok(self.config.get(&key).cloned())
     }
 
-    fn read_ref(&mut self, reference: String, _offset: u64, _len: u32) -> wasmtime::Result<Result<Vec<u8>, WitToolError>> {
+    fn read_ref(
+        &mut self,
+        reference: String,
+        _offset: u64,
+        _len: u32,
+    ) -> wasmtime::Result<Result<Vec<u8>, WitToolError>> {
         self.charge_hostward(reference.len())?;
         Ok(Err(WitToolError::Denied(format!(
             "reference `{}` was not passed to this call",

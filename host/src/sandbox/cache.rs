@@ -25,7 +25,10 @@ impl CompileCache {
         #[allow(deprecated)]
         let mut h = std::hash::SipHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
-        CompileCache { dir, engine_hash: format!("{:016x}", h.finish()) }
+        CompileCache {
+            dir,
+            engine_hash: format!("{:016x}", h.finish()),
+        }
     }
 
     fn file_name(&self, sha256: &str) -> String {

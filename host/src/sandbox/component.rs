@@ -124,12 +124,23 @@ const COMPONENT_HEADER: [u8; 8] = [0, b'a', b's', b'm', 0x0d, 0, 1, 0];
 const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
 
 impl SkillComponent {
-    pub(crate) fn load(sandbox: Arc<SandboxInner>, label: &str, wasm: &[u8]) -> Result<SkillComponent, LoadError> {
-        let err = |kind, message: String| LoadError { skill: label.to_string(), kind, message };
+    pub(crate) fn load(
+        sandbox: Arc<SandboxInner>,
+        label: &str,
+        wasm: &[u8],
+    ) -> Result<SkillComponent, LoadError> {
+        let err = |kind, message: String| LoadError {
+            skill: label.to_string(),
+            kind,
+            message,
+        };
         if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
             return Err(err(
                 LoadErrorKind::NotWebAssembly,
-                format!("not a WebAssembly binary ({} bytes, no `\\0asm` header)", wasm.len()),
+                format!(
+                    "not a WebAssembly binary ({} bytes, no `\\0asm` header)",
+                    wasm.len()
+                ),
             ));
         }
         if wasm[4..8] == CORE_MODULE_VERSION {
@@ -143,7 +154,10 @@ impl SkillComponent {
         if wasm[..8] != COMPONENT_HEADER {
             return Err(err(
                 LoadErrorKind::Malformed,
-                format!("unsupported WebAssembly version/layer bytes {:02x?}", &wasm[4..8]),
+                format!(
+                    "unsupported WebAssembly version/layer bytes {:02x?}",
+                    &wasm[4..8]
+                ),
             ));
         }
         let sha256 = hex::encode(Sha256::digest(wasm));
@@ -154,7 +168,10 @@ impl SkillComponent {
             Some(c) => c,
             None => {
                 let c = Component::new(engine, wasm).map_err(|e| {
-                    err(LoadErrorKind::Malformed, format!("invalid component: {}", error_chain(&e)))
+                    err(
+                        LoadErrorKind::Malformed,
+                        format!("invalid component: {}", error_chain(&e)),
+                    )
                 })?;
                 if let Some(cache) = &sandbox.cache {
                     cache.store(&sha256, &c);
@@ -163,14 +180,26 @@ impl SkillComponent {
             }
         };
         imports::check(engine, &component).map_err(|m| err(LoadErrorKind::Refused, m))?;
-        let instance_pre = sandbox
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| err(LoadErrorKind::Link, format!("cannot link: {}", error_chain(&e))))?;
-        let pre = SkillPre::new(instance_pre)
-            .map_err(|e| err(LoadErrorKind::Refused, format!("not a skill component: {}", error_chain(&e))))?;
+        let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
+            err(
+                LoadErrorKind::Link,
+                format!("cannot link: {}", error_chain(&e)),
+            )
+        })?;
+        let pre = SkillPre::new(instance_pre).map_err(|e| {
+            err(
+                LoadErrorKind::Refused,
+                format!("not a skill component: {}", error_chain(&e)),
+            )
+        })?;
         Ok(SkillComponent {
-            inner: Arc::new(ComponentInner { sandbox, label: label.into(), sha256, from_cache, pre }),
+            inner: Arc::new(ComponentInner {
+                sandbox,
+                label: label.into(),
+                sha256,
+                from_cache,
+                pre,
+            }),
         })
     }
 
@@ -202,7 +231,10 @@ impl SkillComponent {
     }
 
     fn new_store(&self, tool: &str, opts: &CallOptions, deadline: Instant) -> Store<CallState> {
-        let identity = CallIdentity { skill: self.inner.label.clone(), tool: tool.into() };
+        let identity = CallIdentity {
+            skill: self.inner.label.clone(),
+            tool: tool.into(),
+        };
         let state = CallState::new(
             identity,
             opts.limits,
@@ -221,7 +253,10 @@ impl SkillComponent {
             if Instant::now() >= state.deadline {
                 Err(HostTrap::new(
                     TrapReason::Deadline,
-                    format!("deadline of {} ms passed while running", state.limits.timeout.as_millis()),
+                    format!(
+                        "deadline of {} ms passed while running",
+                        state.limits.timeout.as_millis()
+                    ),
                 )
                 .into())
             } else {
@@ -249,13 +284,19 @@ impl SkillComponent {
     /// ```
     pub async fn implemented(&self, limits: &Limits) -> Result<Vec<String>, CallError> {
         const TOOL: &str = "implemented()";
-        let opts = CallOptions { limits: *limits, ..Default::default() };
+        let opts = CallOptions {
+            limits: *limits,
+            ..Default::default()
+        };
         let start = Instant::now();
         let deadline = Self::deadline(&opts, start);
         let mut store = self.new_store(TOOL, &opts, deadline);
         let run = async {
             let skill = self.inner.pre.instantiate_async(&mut store).await?;
-            skill.skillhost_plugin_tools().call_implemented(&mut store).await
+            skill
+                .skillhost_plugin_tools()
+                .call_implemented(&mut store)
+                .await
         };
         match tokio::time::timeout_at(deadline.into(), run).await {
             Ok(Ok(names)) => Ok(names),
@@ -273,13 +314,21 @@ impl SkillComponent {
     /// assert_eq!(out.output, 1);
     /// # }
     /// ```
-    pub async fn call(&self, tool: &str, arguments_json: &str, opts: &CallOptions) -> Result<CallOutput, CallError> {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments_json: &str,
+        opts: &CallOptions,
+    ) -> Result<CallOutput, CallError> {
         let start = Instant::now();
         let deadline = Self::deadline(opts, start);
         let mut store = self.new_store(tool, opts, deadline);
         let run = async {
             let skill = self.inner.pre.instantiate_async(&mut store).await?;
-            skill.skillhost_plugin_tools().call_call(&mut store, tool, arguments_json).await
+            skill
+                .skillhost_plugin_tools()
+                .call_call(&mut store, tool, arguments_json)
+                .await
         };
         let result = tokio::time::timeout_at(deadline.into(), run).await;
         let duration = start.elapsed();
@@ -288,14 +337,23 @@ impl SkillComponent {
             Ok(Err(e)) => return Err(self.classify(tool, &mut store, e)),
             Err(_) => return Err(self.timed_out(tool, &store, start)),
         };
-        let fuel_consumed = opts.limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let fuel_consumed = opts
+            .limits
+            .fuel
+            .saturating_sub(store.get_fuel().unwrap_or(0));
         let (stdout, stderr) = self.take_stdio(tool, &store);
         let text = match returned {
             Ok(text) => text,
             Err(e) => {
                 return Err(CallError {
                     stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
-                    ..CallError::new(&*self.inner.label, tool, CallFailure::Tool { error: ToolError::from(e) })
+                    ..CallError::new(
+                        &*self.inner.label,
+                        tool,
+                        CallFailure::Tool {
+                            error: ToolError::from(e),
+                        },
+                    )
                 });
             }
         };
@@ -317,10 +375,18 @@ impl SkillComponent {
             CallError::new(
                 &*self.inner.label,
                 tool,
-                CallFailure::Tool { error: ToolError::Failed(format!("the tool returned invalid JSON: {e}")) },
+                CallFailure::Tool {
+                    error: ToolError::Failed(format!("the tool returned invalid JSON: {e}")),
+                },
             )
         })?;
-        Ok(CallOutput { output, stdout, stderr, fuel_consumed, duration })
+        Ok(CallOutput {
+            output,
+            stdout,
+            stderr,
+            fuel_consumed,
+            duration,
+        })
     }
 
     /// Logs and returns the captured stdout and stderr, escaped.
@@ -362,7 +428,9 @@ impl SkillComponent {
         let (_, stderr) = self.take_stdio(tool, store);
         let state = store.data();
         let failure = if let Some(pool) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
-            CallFailure::Busy { detail: format!("all instance slots are in use ({pool})") }
+            CallFailure::Busy {
+                detail: format!("all instance slots are in use ({pool})"),
+            }
         } else {
             let (reason, detail) = trap_of(&e, state, &stderr);
             CallFailure::Trapped { reason, detail }
@@ -381,7 +449,13 @@ fn trap_of(e: &wasmtime::Error, state: &CallState, stderr: &str) -> (TrapReason,
         return (t.reason, t.detail.clone());
     }
     if state.limiter.memory_denied.is_some() {
-        return (TrapReason::Memory, format!("memory cap of {} MiB reached", state.limits.memory_bytes >> 20));
+        return (
+            TrapReason::Memory,
+            format!(
+                "memory cap of {} MiB reached",
+                state.limits.memory_bytes >> 20
+            ),
+        );
     }
     if let Some(t) = &state.host_trap {
         return (t.reason, t.detail.clone());
@@ -390,25 +464,36 @@ fn trap_of(e: &wasmtime::Error, state: &CallState, stderr: &str) -> (TrapReason,
         if stream.lock().exceeded {
             return (
                 TrapReason::OutputTooLarge,
-                format!("{name} exceeded its cap of {} bytes", state.limits.max_stdio_bytes),
+                format!(
+                    "{name} exceeded its cap of {} bytes",
+                    state.limits.max_stdio_bytes
+                ),
             );
         }
     }
     if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-        return (TrapReason::Other, format!("the component called exit({})", exit.0));
+        return (
+            TrapReason::Other,
+            format!("the component called exit({})", exit.0),
+        );
     }
     match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => {
-            (TrapReason::Fuel, format!("all fuel consumed (budget of {} units)", state.limits.fuel))
-        }
+        Some(Trap::OutOfFuel) => (
+            TrapReason::Fuel,
+            format!("all fuel consumed (budget of {} units)", state.limits.fuel),
+        ),
         Some(Trap::StackOverflow) => (TrapReason::Stack, "WebAssembly stack overflow".into()),
         Some(Trap::Interrupt) => (TrapReason::Deadline, "interrupted at the deadline".into()),
         Some(Trap::UnreachableCodeReached) => match panic_message(stderr) {
             Some(m) => (TrapReason::Panic, m),
-            None if stderr.contains("memory allocation of") => {
-                (TrapReason::Memory, "the component aborted after an allocation failed".into())
-            }
-            None => (TrapReason::Panic, "the component aborted (wasm `unreachable` executed)".into()),
+            None if stderr.contains("memory allocation of") => (
+                TrapReason::Memory,
+                "the component aborted after an allocation failed".into(),
+            ),
+            None => (
+                TrapReason::Panic,
+                "the component aborted (wasm `unreachable` executed)".into(),
+            ),
         },
         Some(other) => (TrapReason::Other, format!("trap: {other}")),
         None => {
@@ -425,7 +510,11 @@ fn trap_of(e: &wasmtime::Error, state: &CallState, stderr: &str) -> (TrapReason,
 /// The panic line of a Rust guest's stderr, if it panicked.
 fn panic_message(stderr: &str) -> Option<String> {
     let start = stderr.find("panicked at")?;
-    let tail: String = stderr[start..].lines().take(2).collect::<Vec<_>>().join(" ");
+    let tail: String = stderr[start..]
+        .lines()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
     Some(escape_control(&tail, 512, false))
 }
 

@@ -75,7 +75,11 @@ pub(crate) fn check(engine: &Engine, component: &Component) -> Result<(), String
             "refused before running: the component imports {} which the sandbox does not provide \
              (allowed: the skillhost:plugin host interface, and WASI 0.2 clocks, random, io and \
              cli environment/exit/stdio)",
-            refused.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            refused
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let exports_tools = ty.exports(engine).any(|(name, _)| {

@@ -41,7 +41,7 @@ pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(1);
 /// `SandboxBuilder::new()` has these defaults:
 /// - no compiled-code cache (every load compiles);
 /// - at most 256 instances at once; one more call gets a `busy` error;
-/// - [`LimitsPolicy::default()`]: 64 MiB, 10 s, 2 × 10⁹ fuel per call;
+/// - [`LimitsPolicy::default()`]: 64 MiB, 10 s, 10¹⁰ fuel per call;
 /// - a 512 KiB WebAssembly stack;
 /// - a 1 ms epoch tick.
 ///
@@ -161,7 +161,8 @@ impl SandboxBuilder {
             .async_stack_size(self.max_wasm_stack + (1 << 20))
             .cranelift_opt_level(OptLevel::Speed)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
+        let engine = Engine::new(&config)
+            .map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
 
         let mut linker: Linker<CallState> = Linker::new(&engine);
         add_wasi_subset(&mut linker).map_err(|e| anyhow::anyhow!("cannot link WASI: {e}"))?;
@@ -170,17 +171,26 @@ impl SandboxBuilder {
 
         let cache = match &self.cache_dir {
             Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| anyhow::anyhow!("cannot create the cache folder {}: {e}", dir.display()))?;
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    anyhow::anyhow!("cannot create the cache folder {}: {e}", dir.display())
+                })?;
                 let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-                    .map_err(|e| anyhow::anyhow!("cannot open the cache folder {}: {e}", dir.display()))?;
+                    .map_err(|e| {
+                        anyhow::anyhow!("cannot open the cache folder {}: {e}", dir.display())
+                    })?;
                 Some(cache::CompileCache::new(d, &engine))
             }
             None => None,
         };
         let ticker = ticker::EpochTicker::start(&engine, self.epoch_tick);
         Ok(Sandbox {
-            inner: Arc::new(SandboxInner { engine, linker, cache, policy: self.policy, _ticker: ticker }),
+            inner: Arc::new(SandboxInner {
+                engine,
+                linker,
+                cache,
+                policy: self.policy,
+                _ticker: ticker,
+            }),
         })
     }
 }
@@ -189,11 +199,11 @@ impl SandboxBuilder {
 /// (environment, exit, stdio, terminal queries). Filesystem, sockets and
 /// HTTP are never linked.
 fn add_wasi_subset(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::WasiView;
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
     use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
     use wasmtime_wasi::p2::bindings::{cli, clocks, random};
     use wasmtime_wasi::random::WasiRandom;
-    use wasmtime_wasi::WasiView;
 
     wasmtime_wasi_io::add_to_linker_async(l)?;
     clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, CallState::clocks)?;
@@ -241,7 +251,9 @@ pub struct Sandbox {
 
 impl std::fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sandbox").field("policy", &self.inner.policy).finish_non_exhaustive()
+        f.debug_struct("Sandbox")
+            .field("policy", &self.inner.policy)
+            .finish_non_exhaustive()
     }
 }
 

@@ -129,8 +129,17 @@ impl CallError {
     /// let e = CallError::new("s@1.0.0", "t", CallFailure::Tool { error: ToolError::Denied("no".into()) });
     /// assert!(e.to_string().contains("denied: no"));
     /// ```
-    pub fn new(skill: impl Into<String>, tool: impl Into<String>, failure: CallFailure) -> CallError {
-        CallError { skill: skill.into(), tool: tool.into(), failure, stderr: String::new() }
+    pub fn new(
+        skill: impl Into<String>,
+        tool: impl Into<String>,
+        failure: CallFailure,
+    ) -> CallError {
+        CallError {
+            skill: skill.into(),
+            tool: tool.into(),
+            failure,
+            stderr: String::new(),
+        }
     }
 
     /// The trap reason, if the sandbox stopped the call.

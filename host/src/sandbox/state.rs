@@ -46,7 +46,10 @@ pub(crate) struct HostTrap {
 
 impl HostTrap {
     pub fn new(reason: TrapReason, detail: impl Into<String>) -> HostTrap {
-        HostTrap { reason, detail: detail.into() }
+        HostTrap {
+            reason,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -58,7 +61,12 @@ pub(crate) struct CallLimiter {
 }
 
 impl wasmtime::ResourceLimiter for CallLimiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_cap {
             self.memory_denied = Some(desired);
             return Err(HostTrap::new(
@@ -75,7 +83,12 @@ impl wasmtime::ResourceLimiter for CallLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > MAX_TABLE_ELEMENTS {
             return Err(HostTrap::new(
                 TrapReason::Memory,
@@ -116,7 +129,11 @@ pub(crate) struct CapturedOutput {
 
 impl CapturedOutput {
     pub fn new(name: &'static str, cap: u64) -> CapturedOutput {
-        CapturedOutput { name, cap, capture: Arc::default() }
+        CapturedOutput {
+            name,
+            cap,
+            capture: Arc::default(),
+        }
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Capture> {
@@ -178,7 +195,11 @@ impl OutputStream for CapturedOutput {
 }
 
 impl AsyncWrite for CapturedOutput {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         Poll::Ready(
             self.append(buf)
                 .map(|()| buf.len())
@@ -235,7 +256,10 @@ impl CallState {
         // Deny by default: no env, no args, no preopens, no network, stdin
         // closed; stdout and stderr captured.
         let mut builder = WasiCtx::builder();
-        builder.stdout(stdout.clone()).stderr(stderr.clone()).allow_blocking_current_thread(false);
+        builder
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_blocking_current_thread(false);
         let wasi = builder.build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCE_HANDLES);
@@ -279,7 +303,10 @@ impl CallState {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 

@@ -31,7 +31,9 @@ impl EpochTicker {
             })
             .ok();
         if thread.is_none() {
-            tracing::error!("could not start the epoch ticker thread: deadlines rely on the outer timeout only");
+            tracing::error!(
+                "could not start the epoch ticker thread: deadlines rely on the outer timeout only"
+            );
         }
         EpochTicker { stop, thread }
     }

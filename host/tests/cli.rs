@@ -1,0 +1,273 @@
+//! The `skillhost` binary end to end: real process, real plugins.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use skillhost::plugin_artifacts as art;
+
+fn skillhost(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skillhost"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run skillhost")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A skill folder holding a plugin's manifest and its built component.
+fn skill_folder(dir: &str, wasm: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let manifest = std::fs::read_to_string(Path::new(dir).join("skill.yaml")).expect("manifest");
+    std::fs::write(tmp.path().join("skill.yaml"), &manifest).expect("write manifest");
+    let m = skillhost::SkillManifest::parse(&manifest).expect("valid manifest");
+    let component = m.component.expect("component path");
+    std::fs::copy(wasm, tmp.path().join(component)).expect("copy component");
+    tmp
+}
+
+/// Asserts a failed call: exit 1, nothing on stdout, exactly one line on
+/// stderr containing one of `words`.
+fn assert_one_line_failure(o: &Output, words: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(
+        o.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "more than one line: {err}"
+    );
+    assert!(
+        words.iter().any(|w| err.contains(w)),
+        "none of {words:?} in: {err}"
+    );
+}
+
+#[test]
+fn call_builtin_tool_prints_json() {
+    let data = tempfile::tempdir().unwrap();
+    let o = skillhost(
+        data.path(),
+        &[
+            "call",
+            "text.word_count",
+            "--args",
+            r#"{"text":"one two\nthree"}"#,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(v, serde_json::json!({"words": 3, "lines": 2, "chars": 13}));
+    // The compiled code was cached in the data dir.
+    let cache = data.path().join("cache/components");
+    assert!(
+        std::fs::read_dir(&cache).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "cwasm"))
+    );
+}
+
+#[test]
+fn each_limit_is_named_on_one_stderr_line() {
+    let data = tempfile::tempdir().unwrap();
+    let hostile = skill_folder(art::HOSTILE_DIR, art::HOSTILE_WASM_PATH);
+    let dir = hostile.path().to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["hostile.spin"], &["fuel"]),
+        (
+            &[
+                "hostile.spin",
+                "--fuel",
+                "100000000000",
+                "--timeout-ms",
+                "300",
+            ],
+            &["deadline", "timed out"],
+        ),
+        (&["hostile.alloc", "--memory-mb", "16"], &["memory"]),
+        (&["hostile.recurse"], &["stack"]),
+        (
+            &["hostile.sleep", "--timeout-ms", "300"],
+            &["deadline", "timed out"],
+        ),
+        (&["hostile.panic"], &["panic"]),
+        (&["hostile.flood_stdout"], &["output-too-large"]),
+        (&["hostile.huge_output"], &["output-too-large"]),
+    ];
+    for (args, words) in cases {
+        let mut full = vec!["call", "--skill", dir];
+        full.extend_from_slice(args);
+        let o = skillhost(data.path(), &full);
+        assert_one_line_failure(&o, words);
+        // Guest output never reaches the terminal unescaped.
+        assert!(
+            !stderr(&o).contains('\x1b'),
+            "raw escape in stderr for {args:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_invalid_input() {
+    let data = tempfile::tempdir().unwrap();
+    let o = skillhost(
+        data.path(),
+        &["call", "text.word_count", "--args", r#"{"text": 5}"#],
+    );
+    assert_one_line_failure(&o, &["invalid-input"]);
+    assert!(stderr(&o).contains("/text"), "{}", stderr(&o));
+    let o = skillhost(
+        data.path(),
+        &[
+            "call",
+            "text.regex_replace",
+            "--args",
+            r#"{"text":"a","pattern":"(","replacement":""}"#,
+        ],
+    );
+    assert_one_line_failure(&o, &["invalid-input"]);
+    let o = skillhost(
+        data.path(),
+        &["call", "text.word_count", "--args", "not json"],
+    );
+    assert_one_line_failure(&o, &["--args is not valid JSON"]);
+    let o = skillhost(data.path(), &["call", "no.such_tool"]);
+    assert_one_line_failure(&o, &["no built-in skill has a tool `no.such_tool`"]);
+}
+
+#[test]
+fn limits_outside_policy_fail_closed() {
+    let data = tempfile::tempdir().unwrap();
+    for (flag, value, name) in [
+        ("--fuel", "0", "fuel"),
+        ("--memory-mb", "999999", "memory"),
+        ("--timeout-ms", "0", "timeout"),
+    ] {
+        let o = skillhost(
+            data.path(),
+            &[
+                "call",
+                "text.word_count",
+                "--args",
+                r#"{"text":"a"}"#,
+                flag,
+                value,
+            ],
+        );
+        assert_one_line_failure(&o, &[name]);
+    }
+}
+
+#[test]
+fn refused_components_name_their_imports() {
+    let data = tempfile::tempdir().unwrap();
+    for (dir, wasm, import) in [
+        (
+            art::HOSTILE_FS_DIR,
+            art::HOSTILE_FS_WASM_PATH,
+            "wasi:filesystem/",
+        ),
+        (
+            art::HOSTILE_NET_DIR,
+            art::HOSTILE_NET_WASM_PATH,
+            "wasi:sockets/",
+        ),
+    ] {
+        let folder = skill_folder(dir, wasm);
+        let manifest = skillhost::SkillManifest::load_dir(folder.path()).unwrap();
+        let tool = manifest.tools[0].name.clone();
+        let o = skillhost(
+            data.path(),
+            &[
+                "call",
+                "--skill",
+                folder.path().to_str().unwrap(),
+                &tool,
+                "--args",
+                r#"{"address":"127.0.0.1:9"}"#,
+            ],
+        );
+        assert_one_line_failure(&o, &["refused before running"]);
+        assert!(stderr(&o).contains(import), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn missing_component_says_to_build() {
+    let data = tempfile::tempdir().unwrap();
+    let folder = skill_folder(art::JSON_TOOLS_DIR, art::JSON_TOOLS_WASM_PATH);
+    std::fs::remove_file(folder.path().join("json_tools.wasm")).unwrap();
+    let o = skillhost(
+        data.path(),
+        &[
+            "call",
+            "--skill",
+            folder.path().to_str().unwrap(),
+            "json.query",
+        ],
+    );
+    assert_one_line_failure(&o, &["skillhost build"]);
+}
+
+#[test]
+fn build_places_the_component_and_call_uses_it() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = art::JSON_TOOLS_DIR;
+    let target = Path::new(dir).join("json_tools.wasm");
+    let o = skillhost(data.path(), &["build", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        target.display().to_string()
+    );
+    assert!(std::fs::read(&target).unwrap().starts_with(b"\0asm"));
+    let o = skillhost(
+        data.path(),
+        &[
+            "call",
+            "--skill",
+            dir,
+            "json.query",
+            "--args",
+            r#"{"document":{"a":[10,20]},"pointer":"/a/1"}"#,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "20");
+}
+
+#[test]
+fn build_without_a_crate_is_a_clear_error() {
+    let data = tempfile::tempdir().unwrap();
+    let folder = skill_folder(art::JSON_TOOLS_DIR, art::JSON_TOOLS_WASM_PATH);
+    let o = skillhost(data.path(), &["build", folder.path().to_str().unwrap()]);
+    assert_one_line_failure(&o, &["no Cargo.toml"]);
+}
+
+#[test]
+fn every_command_has_help() {
+    let data = tempfile::tempdir().unwrap();
+    for args in [
+        &["--help"][..],
+        &["call", "--help"],
+        &["build", "--help"],
+        &["demo", "--help"],
+    ] {
+        let o = skillhost(data.path(), args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Usage"),
+            "{args:?}"
+        );
+    }
+}
