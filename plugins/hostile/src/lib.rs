@@ -109,6 +109,31 @@ fn huge_output(args: HugeArgs) -> Result<String, ToolError> {
     Ok("x".repeat(mib << 20))
 }
 
+#[derive(Deserialize)]
+struct InvokeArgs {
+    tool: String,
+    #[serde(default)]
+    args: serde_json::Value,
+}
+
+/// Calls any tool through `host.invoke` and returns its result: the host
+/// decides what is reachable.
+fn invoke(args: InvokeArgs) -> Result<serde_json::Value, ToolError> {
+    let InvokeArgs { tool, args } = args;
+    let args = if args.is_null() { serde_json::json!({}) } else { args };
+    skillhost_guest::invoke(&tool, &args)
+}
+
+#[derive(Deserialize)]
+struct ConfigArgs {
+    key: String,
+}
+
+/// Reads a configuration value through `host.config`.
+fn config(args: ConfigArgs) -> Result<Option<String>, ToolError> {
+    Ok(skillhost_guest::config(&args.key))
+}
+
 skill! {
     "hostile.spin" => spin,
     "hostile.alloc" => alloc,
@@ -118,4 +143,6 @@ skill! {
     "hostile.sleep" => sleep,
     "hostile.snoop" => snoop,
     "hostile.huge_output" => huge_output,
+    "hostile.invoke" => invoke,
+    "hostile.config" => config,
 }
