@@ -21,10 +21,10 @@ use tokio::task::JoinSet;
 /// Upper bound for calls that must end "promptly" (a bound, not a benchmark).
 const PROMPT: Duration = Duration::from_secs(3);
 
-/// The shared sandbox's hostile and text-tools skills.
-fn setup() -> (&'static Skill, &'static Skill) {
+/// The shared sandbox's hostile and text-tools skills (cheap clones).
+fn setup() -> (Skill, Skill) {
     let s = shared();
-    (&s.hostile, &s.text_tools)
+    (s.hostile.clone(), s.text_tools.clone())
 }
 
 fn no_args() -> Value {
@@ -831,8 +831,10 @@ async fn hostile_and_normal_calls_run_concurrently() {
         ];
         for (tool, req, reason) in hostile_cases {
             let h = h.clone();
-            hostile_calls
-                .spawn(async move { (tool, reason, h.call(tool, &json!({}), &req).await) });
+            hostile_calls.spawn(async move {
+                let result = h.call(tool, &json!({}), &req).await;
+                (tool, reason, result, Instant::now())
+            });
         }
 
         let permits = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
@@ -854,13 +856,15 @@ async fn hostile_and_normal_calls_run_concurrently() {
                         &LimitsRequest::default(),
                     )
                     .await;
-                (i, text, result)
+                (i, text, result, Instant::now())
             });
         }
 
         let mut ok = 0;
+        let mut first_normal_done: Option<Instant> = None;
         while let Some(joined) = normal_calls.join_next().await {
-            let (i, text, result) = joined.expect("normal call task");
+            let (i, text, result, done_at) = joined.expect("normal call task");
+            first_normal_done = Some(first_normal_done.map_or(done_at, |t| t.min(done_at)));
             let out = result.unwrap_or_else(|e| panic!("normal call {i} failed: {e}"));
             assert_eq!(out.output, expected_word_count(&text), "normal call {i}");
             ok += 1;
@@ -869,9 +873,18 @@ async fn hostile_and_normal_calls_run_concurrently() {
 
         let mut trapped = Vec::new();
         while let Some(joined) = hostile_calls.join_next().await {
-            let (tool, reason, result) = joined.expect("hostile call task");
+            let (tool, reason, result, done_at) = joined.expect("hostile call task");
             let (err, _) = expect_trap(result, reason);
             assert_eq!(err.tool, tool);
+            // The long hostile calls (1.6 s of spinning, a 2 s sleep) must not
+            // hold the runtime: normal calls finish while they still run.
+            if tool == "hostile.spin" || tool == "hostile.sleep" {
+                let first = first_normal_done.expect("normal calls ran");
+                assert!(
+                    first < done_at,
+                    "no normal call finished before {tool} ended"
+                );
+            }
             trapped.push(tool);
         }
         trapped.sort_unstable();

@@ -435,7 +435,7 @@ impl EngineOpts {
                 });
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
-        Engine::new(&config)
+        Ok(Engine::new(&config)?)
     }
 }
 
@@ -663,7 +663,7 @@ impl Replica {
             store.set_epoch_deadline(1);
             store.epoch_deadline_callback(|ctx| {
                 if Instant::now() >= ctx.data().deadline {
-                    Err(anyhow::anyhow!("deadline passed"))
+                    Err(wasmtime::format_err!("deadline passed"))
                 } else {
                     Ok(UpdateDeadline::Yield(1))
                 }

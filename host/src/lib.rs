@@ -22,25 +22,40 @@
 #![deny(missing_docs)]
 
 mod builtin;
+mod bundle;
+mod catalog;
+mod data_dir;
 mod escape;
 mod guest_build;
+mod installs;
 mod limits;
 mod manifest;
 mod sandbox;
 mod schema;
 mod skill;
+mod store;
+mod trust;
 
 #[doc(hidden)]
 pub mod cli;
 
 pub use builtin::{BuiltinSkill, builtin_skills, plugin_artifacts};
+pub use bundle::{
+    BundleError, FileEntry, MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES, OpenedBundle,
+    PackError, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Signer, Statement, open_bundle,
+    pack_dir,
+};
+pub use catalog::{SkillEntry, SkillSource};
+pub use data_dir::{SETTINGS_FILE, Settings};
 pub use guest_build::{BuildError, build_skill};
+pub use installs::{InstallError, InstallOptions, InstallOutcome};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, LimitError, Limits, LimitsPolicy, LimitsRequest,
 };
 pub use manifest::{
-    Example, MANIFEST_FILE, ManifestError, ManifestLimits, SkillManifest, ToolDecl, valid_tool_name,
+    AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
+    SkillManifest, ToolDecl, valid_tool_name,
 };
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
@@ -49,3 +64,5 @@ pub use sandbox::{
 };
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
+pub use store::{DB_FILE, InstalledRecord, TrustedKey};
+pub use trust::{KeyError, PublicKey, SecretKey};

@@ -1,7 +1,7 @@
 //! The skill manifest, `skill.yaml`: parsed and validated completely before
 //! anything runs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component as PathComponent, Path};
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +11,12 @@ use crate::limits::LimitsRequest;
 
 /// Name of the manifest file in a skill folder.
 pub const MANIFEST_FILE: &str = "skill.yaml";
+
+/// Name of an Agent Skills file, accepted when there is no `skill.yaml`.
+pub const AGENT_SKILL_FILE: &str = "SKILL.md";
+
+/// Deepest nesting of YAML collections accepted in a manifest.
+pub const MAX_YAML_DEPTH: usize = 32;
 
 /// Largest `skill.yaml` accepted, in bytes. A manifest is a page of text;
 /// anything bigger is a mistake or an attack on the parser.
@@ -60,6 +66,15 @@ pub struct SkillManifest {
     /// Example calls and their expected outputs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// License name or file (Agent Skills `license`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub license: Option<String>,
+    /// Environment requirements (Agent Skills `compatibility`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compatibility: Option<String>,
+    /// Free-form string metadata (Agent Skills `metadata`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// One tool a skill's component implements.
@@ -171,6 +186,48 @@ pub enum ManifestError {
     },
 }
 
+/// Agent Skills front matter.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentSkillFrontMatter {
+    name: String,
+    description: String,
+    #[serde(default)]
+    license: Option<String>,
+    #[serde(default)]
+    compatibility: Option<String>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+    #[serde(default, rename = "allowed-tools")]
+    allowed_tools: Option<AllowedTools>,
+}
+
+/// `allowed-tools`: a space-separated string (as the spec writes it) or a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AllowedTools {
+    Text(String),
+    List(Vec<String>),
+}
+
+/// Refuses YAML nested deeper than [`MAX_YAML_DEPTH`].
+fn check_depth(v: &serde_yaml::Value, depth: usize) -> Result<(), ManifestError> {
+    if depth > MAX_YAML_DEPTH {
+        return Err(ManifestError::Syntax(format!(
+            "nested deeper than {MAX_YAML_DEPTH} levels"
+        )));
+    }
+    match v {
+        serde_yaml::Value::Sequence(s) => s.iter().try_for_each(|x| check_depth(x, depth + 1)),
+        serde_yaml::Value::Mapping(m) => m.iter().try_for_each(|(k, x)| {
+            check_depth(k, depth + 1)?;
+            check_depth(x, depth + 1)
+        }),
+        serde_yaml::Value::Tagged(t) => check_depth(&t.value, depth + 1),
+        _ => Ok(()),
+    }
+}
+
 fn valid_skill_name(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
@@ -221,8 +278,105 @@ impl SkillManifest {
                 yaml.len()
             )));
         }
-        let manifest: SkillManifest =
+        let value: serde_yaml::Value =
             serde_yaml::from_str(yaml).map_err(|e| ManifestError::Syntax(e.to_string()))?;
+        check_depth(&value, 0)?;
+        let manifest: SkillManifest =
+            serde_yaml::from_value(value).map_err(|e| ManifestError::Syntax(e.to_string()))?;
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Parses an Agent Skills `SKILL.md`: YAML front matter (`name`,
+    /// `description`, optional `license`, `compatibility`, `metadata`,
+    /// `allowed-tools`) and a Markdown body that becomes the instructions.
+    /// The version is `metadata.version` when it is semver, else `0.0.0`.
+    ///
+    /// ```
+    /// let m = skillhost::SkillManifest::parse_skill_md("---\nname: pdf-notes\ndescription: Takes notes.\n---\nRead the PDF first.\n").unwrap();
+    /// assert_eq!(m.instructions, "Read the PDF first.\n");
+    /// assert_eq!(m.version.to_string(), "0.0.0");
+    /// ```
+    pub fn parse_skill_md(text: &str) -> Result<SkillManifest, ManifestError> {
+        if text.len() > MAX_MANIFEST_BYTES {
+            return Err(ManifestError::Syntax(format!(
+                "SKILL.md: larger than the {MAX_MANIFEST_BYTES}-byte limit"
+            )));
+        }
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let rest = text
+            .strip_prefix("---\n")
+            .or_else(|| text.strip_prefix("---\r\n"))
+            .ok_or_else(|| {
+                ManifestError::Syntax("SKILL.md: must start with `---` YAML front matter".into())
+            })?;
+        let (front, body) = match rest.find("\n---") {
+            Some(i) => {
+                let after = &rest[i + 4..];
+                let body = after
+                    .strip_prefix("\r\n")
+                    .or_else(|| after.strip_prefix('\n'))
+                    .unwrap_or(after);
+                (&rest[..i], body)
+            }
+            None => {
+                return Err(ManifestError::Syntax(
+                    "SKILL.md: the front matter has no closing `---`".into(),
+                ));
+            }
+        };
+        let value: serde_yaml::Value = serde_yaml::from_str(front)
+            .map_err(|e| ManifestError::Syntax(format!("SKILL.md front matter: {e}")))?;
+        check_depth(&value, 0)?;
+        let fm: AgentSkillFrontMatter = serde_yaml::from_value(value)
+            .map_err(|e| ManifestError::Syntax(format!("SKILL.md front matter: {e}")))?;
+        let mut problems = Vec::new();
+        let valid_name = !fm.name.is_empty()
+            && fm.name.len() <= 64
+            && fm
+                .name
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && !fm.name.starts_with('-');
+        if !valid_name {
+            problems.push(format!(
+                "`name`: `{}` must be 1 to 64 characters of [a-z0-9-]",
+                fm.name.escape_debug()
+            ));
+        }
+        if fm.description.chars().count() > 1024 {
+            problems.push("`description` is longer than 1024 characters".into());
+        }
+        if !problems.is_empty() {
+            return Err(ManifestError::Invalid {
+                skill: fm.name,
+                problems,
+            });
+        }
+        let version = fm
+            .metadata
+            .get("version")
+            .and_then(|v| semver::Version::parse(v).ok())
+            .unwrap_or_else(|| semver::Version::new(0, 0, 0));
+        let tool_names = match fm.allowed_tools {
+            None => Vec::new(),
+            Some(AllowedTools::List(v)) => v,
+            Some(AllowedTools::Text(t)) => t.split_whitespace().map(str::to_string).collect(),
+        };
+        let manifest = SkillManifest {
+            name: fm.name,
+            version,
+            description: fm.description,
+            instructions: body.to_string(),
+            tool_names,
+            tools: Vec::new(),
+            component: None,
+            limits: None,
+            examples: Vec::new(),
+            license: fm.license,
+            compatibility: fm.compatibility,
+            metadata: fm.metadata,
+        };
         manifest.validate()?;
         Ok(manifest)
     }
@@ -233,10 +387,22 @@ impl SkillManifest {
     /// let m = skillhost::SkillManifest::load_dir(std::path::Path::new("plugins/text-tools")).unwrap();
     /// ```
     pub fn load_dir(dir: &Path) -> Result<SkillManifest, ManifestError> {
-        let path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| ManifestError::Syntax(format!("cannot read {}: {e}", path.display())))?;
-        SkillManifest::parse(&text)
+        let yaml = dir.join(MANIFEST_FILE);
+        let md = dir.join(AGENT_SKILL_FILE);
+        let read = |path: &Path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| ManifestError::Syntax(format!("cannot read {}: {e}", path.display())))
+        };
+        if yaml.exists() {
+            SkillManifest::parse(&read(&yaml)?)
+        } else if md.exists() {
+            SkillManifest::parse_skill_md(&read(&md)?)
+        } else {
+            Err(ManifestError::Syntax(format!(
+                "{} has neither {MANIFEST_FILE} nor {AGENT_SKILL_FILE}",
+                dir.display()
+            )))
+        }
     }
 
     /// Checks everything serde cannot: names, uniqueness, schemas, paths.

@@ -1,6 +1,8 @@
 //! The `skillhost` command line: thin translations of library calls.
 
+mod author;
 mod demo;
+mod skills;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,12 +40,76 @@ enum Command {
     },
     /// Call one tool and print its result JSON on stdout.
     ///
-    /// Without --skill, TOOL is looked up among the built-in skills.
+    /// Without --skill, TOOL is looked up among the effective, enabled,
+    /// trusted skills (built-in, local folders, installs).
     /// Any failure exits 1 with one line on stderr naming the limit or error.
     Call(CallArgs),
     /// Build the example plugins, call each tool, and show each hostile
     /// plugin stopped by its limit.
     Demo,
+    /// Scaffold a new skill folder (skill.yaml, a Rust crate on the guest
+    /// SDK with one tool, one example).
+    New {
+        /// The skill's name; also the folder's.
+        name: String,
+        /// Where to create the folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Validate a skill folder: manifest, schemas, component imports,
+    /// implemented tools, and every example. Prints every problem.
+    Check {
+        /// The skill folder.
+        dir: PathBuf,
+    },
+    /// Generate an ed25519 publisher key pair: NAME.key (secret, mode 0600)
+    /// and NAME.pub.
+    Keygen {
+        /// Base path of the two files.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Pack a skill folder into a reproducible, signed .skill bundle.
+    Pack {
+        /// The skill folder.
+        dir: PathBuf,
+        /// The publisher's secret key; without it the bundle is unsigned.
+        #[arg(long)]
+        key: Option<PathBuf>,
+        /// The bundle file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Check a bundle and print its name, version, signer, trust and files.
+    Verify {
+        /// The bundle.
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a bundle into the data dir.
+    Install {
+        /// The bundle.
+        file: PathBuf,
+        /// Accept an unsigned or untrusted bundle, recorded as untrusted.
+        #[arg(long)]
+        allow_untrusted: bool,
+        /// Accept a version lower than an installed one.
+        #[arg(long)]
+        allow_downgrade: bool,
+    },
+    /// Uninstall NAME (every version) or NAME@VERSION.
+    Uninstall {
+        /// NAME or NAME@VERSION.
+        spec: String,
+    },
+    /// Manage trusted publisher keys.
+    #[command(subcommand)]
+    Trust(skills::TrustCommand),
+    /// List and manage skills from every source.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +195,45 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Call(args) => call(&cli.data_dir, args).await,
         Command::Demo => demo::run(&cli.data_dir).await,
+        Command::New { name, dir } => {
+            let made = author::new_skill(&name, &dir)?;
+            println!("{}", made.display());
+            Ok(())
+        }
+        Command::Check { dir } => {
+            let sandbox = open_sandbox(&cli.data_dir)?;
+            let (problems, summary) = author::check(&sandbox, &dir).await;
+            if problems.is_empty() {
+                println!("ok: {summary}");
+                Ok(())
+            } else {
+                for p in &problems {
+                    println!("problem: {}", one_line(p));
+                }
+                anyhow::bail!("{} problem(s) in {}", problems.len(), dir.display())
+            }
+        }
+        Command::Keygen { out } => skills::keygen(&out),
+        Command::Pack { dir, key, out } => skills::pack(&dir, key.as_deref(), &out),
+        Command::Verify { file, json } => skills::verify(&cli.data_dir, &file, json),
+        Command::Install {
+            file,
+            allow_untrusted,
+            allow_downgrade,
+        } => {
+            skills::install(
+                &cli.data_dir,
+                &file,
+                crate::installs::InstallOptions {
+                    allow_untrusted,
+                    allow_downgrade,
+                },
+            )
+            .await
+        }
+        Command::Uninstall { spec } => skills::uninstall(&cli.data_dir, &spec),
+        Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd),
+        Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd),
     }
 }
 
@@ -143,24 +248,9 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<()> {
     let sandbox = open_sandbox(data_dir)?;
     let skill = match &args.skill {
         Some(dir) => Skill::load_dir(&sandbox, dir)?,
-        None => find_builtin(&sandbox, &args.tool)?,
+        None => skills::find_tool(data_dir, &sandbox, &args.tool)?,
     };
     let out = skill.call(&args.tool, &arguments, &request).await?;
     println!("{}", serde_json::to_string_pretty(&out.output)?);
     Ok(())
-}
-
-fn find_builtin(sandbox: &Sandbox, tool: &str) -> anyhow::Result<Skill> {
-    let mut known = Vec::new();
-    for b in crate::builtin::builtin_skills() {
-        let skill = b.load(sandbox)?;
-        if skill.manifest().tool(tool).is_some() {
-            return Ok(skill);
-        }
-        known.extend(skill.manifest().tools.iter().map(|t| t.name.clone()));
-    }
-    anyhow::bail!(
-        "no built-in skill has a tool `{tool}` (built-in tools: {}); use --skill DIR for a skill folder",
-        known.join(", ")
-    )
 }

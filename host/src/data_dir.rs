@@ -1,0 +1,82 @@
+//! The data dir: every file the host writes lives under it, and every file
+//! operation inside it goes through a `cap_std::fs::Dir`, so no path can
+//! escape it by construction.
+//!
+//! Layout:
+//! ```text
+//! data/
+//!   skillhost.db            state (SQLite, WAL)
+//!   settings.json           host settings (hand-editable; see `Settings`)
+//!   cache/components/       compiled components
+//!   skills/<name>/<version>/  managed installs
+//!   skills/.staging/        installs in progress (cleaned at start)
+//!   skills/.lock            serialises installs across processes
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::Dir;
+use serde::{Deserialize, Serialize};
+
+/// File name of the settings file in the data dir.
+pub const SETTINGS_FILE: &str = "settings.json";
+
+/// Host settings, from `settings.json` in the data dir. Unknown fields are
+/// an error. `Settings::default()`: no local skill folders.
+///
+/// ```
+/// let s: skillhost::Settings = serde_json::from_str(r#"{"skill_dirs": ["/src/my-skill"]}"#).unwrap();
+/// assert_eq!(s.skill_dirs.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Local development skill folders (each holds a skill.yaml or
+    /// SKILL.md). Their skills are untrusted unless trusted explicitly.
+    #[serde(default)]
+    pub skill_dirs: Vec<PathBuf>,
+}
+
+/// An opened data dir.
+#[derive(Debug)]
+pub(crate) struct DataDir {
+    pub root: PathBuf,
+    pub dir: Dir,
+}
+
+impl DataDir {
+    /// Opens `root`, creating it and its fixed folders when missing.
+    pub fn open(root: &Path) -> anyhow::Result<DataDir> {
+        std::fs::create_dir_all(root)
+            .map_err(|e| anyhow::anyhow!("cannot create the data dir {}: {e}", root.display()))?;
+        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())
+            .map_err(|e| anyhow::anyhow!("cannot open the data dir {}: {e}", root.display()))?;
+        for sub in ["cache/components", "skills/.staging"] {
+            dir.create_dir_all(sub).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot create {} in the data dir {}: {e}",
+                    sub,
+                    root.display()
+                )
+            })?;
+        }
+        Ok(DataDir {
+            root: root.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// Reads `settings.json`; a missing file means defaults, a malformed one
+    /// is an error with line and column.
+    pub fn settings(&self) -> anyhow::Result<Settings> {
+        match self.dir.read_to_string(SETTINGS_FILE) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(e) => Err(anyhow::anyhow!(
+                "cannot read {}: {e}",
+                self.root.join(SETTINGS_FILE).display()
+            )),
+        }
+    }
+}
