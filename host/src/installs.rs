@@ -364,6 +364,31 @@ fn ensure_real_dir(dir: &Dir, parent: &str, name: &str) -> Result<(), InstallErr
     }
 }
 
+/// Installs a bundle into the data dir at `data_dir` (created if missing),
+/// after cleaning up any interrupted install. See [`InstallOptions`] for what
+/// is accepted; every refusal leaves the data dir as it was.
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// let sandbox = skillhost::SandboxBuilder::new().build()?;
+/// let bytes = std::fs::read("greeter.skill")?;
+/// let out = skillhost::install_bundle(std::path::Path::new("data"), &sandbox, &bytes, Default::default()).await?;
+/// println!("installed {}@{}", out.name, out.version);
+/// # Ok(()) }
+/// ```
+pub async fn install_bundle(
+    data_dir: &std::path::Path,
+    sandbox: &Sandbox,
+    bytes: &[u8],
+    options: InstallOptions,
+) -> anyhow::Result<InstallOutcome> {
+    let data = DataDir::open(data_dir)?;
+    let mut store = Store::open(&data.root)?;
+    recover(&data, &mut store)?;
+    drop(store);
+    Ok(install(&data, sandbox, bytes, options).await?)
+}
+
 /// Uninstalls `name` (every version) or `name@version`.
 pub(crate) fn uninstall(data: &DataDir, spec: &str) -> Result<Vec<semver::Version>, InstallError> {
     let (name, version) = match spec.split_once('@') {

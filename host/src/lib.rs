@@ -48,7 +48,7 @@ pub use bundle::{
 pub use catalog::{SkillEntry, SkillSource};
 pub use data_dir::{SETTINGS_FILE, Settings};
 pub use guest_build::{BuildError, build_skill};
-pub use installs::{InstallError, InstallOptions, InstallOutcome};
+pub use installs::{InstallError, InstallOptions, InstallOutcome, install_bundle};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, LimitError, Limits, LimitsPolicy, LimitsRequest,

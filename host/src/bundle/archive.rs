@@ -80,6 +80,37 @@ const S_IFMT: u32 = 0o170000;
 const S_IFREG: u32 = 0o100000;
 const S_IFDIR: u32 = 0o040000;
 
+/// Length of an end-of-central-directory record without its comment.
+const EOCD_LEN: usize = 22;
+const EOCD_SIG: &[u8; 4] = b"PK\x05\x06";
+
+/// The archive must end with its one end-of-central-directory record (no
+/// comment, nothing after it), and no other end record may also reach the
+/// end of the file: a fake end record in a comment would make readers
+/// disagree on which central directory is the archive's.
+fn check_end_record(bytes: &[u8]) -> Result<(), BundleError> {
+    let Some(last) = bytes.len().checked_sub(EOCD_LEN) else {
+        return Err(BundleError::archive("not a valid zip archive: too short"));
+    };
+    if &bytes[last..last + 4] != EOCD_SIG || bytes[bytes.len() - 2..] != [0, 0] {
+        return Err(BundleError::archive(
+            "data after the end of the archive (it must end with its end-of-central-directory record)",
+        ));
+    }
+    let earliest = last.saturating_sub(usize::from(u16::MAX));
+    for at in earliest..last {
+        if &bytes[at..at + 4] == EOCD_SIG {
+            let comment = usize::from(u16::from_le_bytes([bytes[at + 20], bytes[at + 21]]));
+            if at + EOCD_LEN + comment == bytes.len() {
+                return Err(BundleError::archive(
+                    "two end-of-central-directory records end the archive (a fake end record in a comment?)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads and checks every entry; returns the files sorted by path.
 pub(crate) fn read_archive(bytes: &[u8]) -> Result<Vec<ArchiveFile>, BundleError> {
     if bytes.len() as u64 > MAX_ARCHIVE_BYTES {
@@ -99,6 +130,7 @@ pub(crate) fn read_archive(bytes: &[u8]) -> Result<Vec<ArchiveFile>, BundleError
     if !zip.comment().is_empty() {
         return Err(BundleError::archive("archive comments are not allowed"));
     }
+    check_end_record(bytes)?;
     if zip.len() > MAX_ENTRIES {
         return Err(BundleError::archive(format!(
             "{} entries, over the limit of {MAX_ENTRIES}",
@@ -111,13 +143,29 @@ pub(crate) fn read_archive(bytes: &[u8]) -> Result<Vec<ArchiveFile>, BundleError
     zip.validate_header_consistency()
         .map_err(|e| BundleError::archive(format!("inconsistent archive: {e}")))?;
 
+    // With the offsets rewritten, prepended data leaves `offset()` at 0: the
+    // first entry must start the archive.
+    let first = (0..zip.len())
+        .filter_map(|i| zip.by_index_data(i).ok().map(|e| e.header_start()))
+        .min();
+    if let Some(first) = first
+        && first != 0
+    {
+        return Err(BundleError::archive(format!(
+            "{first} bytes of data before the archive"
+        )));
+    }
+
     let mut files = Vec::new();
     let mut dirs = BTreeSet::new();
     let mut folded: BTreeMap<String, String> = BTreeMap::new();
     let mut extracted: u64 = 0;
     for i in 0..zip.len() {
-        let mut entry = zip
-            .by_index(i)
+        // Every check on the entry's metadata comes before the zip crate
+        // builds a reader, which would refuse encrypted entries without
+        // naming them.
+        let entry = zip
+            .by_index_data(i)
             .map_err(|e| BundleError::archive(format!("entry {i}: {e}")))?;
         let (name, is_dir) = check_name(entry.name_raw())?;
         let bad = |why: String| BundleError::entry(&name, &why);
@@ -164,6 +212,9 @@ pub(crate) fn read_archive(bytes: &[u8]) -> Result<Vec<ArchiveFile>, BundleError
                 )));
             }
         }
+        let mut entry = zip
+            .by_index(i)
+            .map_err(|e| bad(format!("cannot read: {e}")))?;
         let declared = entry.size();
         let budget = MAX_EXTRACTED_BYTES.saturating_sub(extracted);
         let mut data = Vec::with_capacity(declared.min(budget).min(1 << 20) as usize);
