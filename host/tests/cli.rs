@@ -142,7 +142,7 @@ fn bad_input_is_invalid_input() {
     );
     assert_one_line_failure(&o, &["--args is not valid JSON"]);
     let o = skillhost(data.path(), &["call", "no.such_tool"]);
-    assert_one_line_failure(&o, &["no built-in skill has a tool `no.such_tool`"]);
+    assert_one_line_failure(&o, &["no skill has a tool `no.such_tool`"]);
 }
 
 #[test]
@@ -270,4 +270,94 @@ fn every_command_has_help() {
             "{args:?}"
         );
     }
+}
+
+#[test]
+fn author_path_end_to_end() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let w = |p: &str| work.path().join(p).to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    run(&["new", "hello-skill", "--dir", work.path().to_str().unwrap()]);
+    let dir = w("hello-skill");
+    run(&["build", &dir]);
+    assert!(run(&["check", &dir]).contains("1/1 examples passed"));
+    run(&["keygen", "--out", &w("alice")]);
+    let mode = std::fs::metadata(w("alice.key")).unwrap().permissions();
+    #[cfg(unix)]
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+    let secret = std::fs::read_to_string(w("alice.key")).unwrap();
+    let secret_b64 = secret.split_whitespace().nth(2).unwrap().to_string();
+    run(&[
+        "pack",
+        &dir,
+        "--key",
+        &w("alice.key"),
+        "--out",
+        &w("hello.skill"),
+    ]);
+    // Reproducible: the same folder packs to the same bytes.
+    run(&[
+        "pack",
+        &dir,
+        "--key",
+        &w("alice.key"),
+        "--out",
+        &w("again.skill"),
+    ]);
+    assert_eq!(
+        std::fs::read(w("hello.skill")).unwrap(),
+        std::fs::read(w("again.skill")).unwrap()
+    );
+    let verify = run(&["verify", &w("hello.skill")]);
+    assert!(
+        verify.contains("not trusted") && verify.contains("skill.yaml"),
+        "{verify}"
+    );
+    let o = skillhost(&data, &["install", &w("hello.skill")]);
+    assert_one_line_failure(&o, &["not trusted"]);
+    run(&["trust", "add", &w("alice.pub"), "--name", "alice"]);
+    assert!(run(&["verify", &w("hello.skill")]).contains("trusted, signature verified"));
+    assert!(run(&["install", &w("hello.skill")]).contains("installed hello-skill@0.1.0"));
+    let out = run(&["call", "hello_skill.greet", "--args", r#"{"name":"Ada"}"#]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        serde_json::json!({"greeting": "Hello, Ada!"})
+    );
+    let list = run(&["skills", "list", "--json"]);
+    assert!(
+        list.contains("\"hello-skill\"") && list.contains("\"managed\""),
+        "{list}"
+    );
+    run(&["skills", "disable", "hello-skill"]);
+    let o = skillhost(
+        &data,
+        &["call", "hello_skill.greet", "--args", r#"{"name":"Ada"}"#],
+    );
+    assert_one_line_failure(&o, &["disabled"]);
+    // The secret key never shows up anywhere the tool printed.
+    for file in ["hello.skill"] {
+        let bytes = std::fs::read(w(file)).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains(&secret_b64));
+    }
+    assert!(!list.contains(&secret_b64) && !verify.contains(&secret_b64));
+    // check reports a wrong example and exits 1.
+    let yaml = std::fs::read_to_string(format!("{dir}/skill.yaml"))
+        .unwrap()
+        .replace("Hello, world!", "Bye");
+    std::fs::write(format!("{dir}/skill.yaml"), yaml).unwrap();
+    let o = skillhost(&data, &["check", &dir]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("expected {\"greeting\":\"Bye\"}"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }

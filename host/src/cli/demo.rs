@@ -243,6 +243,21 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
     }
 
     println!(
+        "\n5. A plugin author's whole path: new, build, check, keygen, pack, verify, trust add, install, call"
+    );
+    if plugins_dir().is_some() {
+        match author_path(&sandbox).await {
+            Ok(result) => {
+                ok += 1;
+                println!("  → {result}");
+            }
+            Err(e) => failures.push(format!("author path: {e:#}")),
+        }
+    } else {
+        println!("  skipped: needs the guest SDK sources next to this binary");
+    }
+
+    println!(
         "\nSummary: {ok} tool calls succeeded, {stopped} hostile calls stopped, {refused} components refused, {} failures; {:.1} s",
         failures.len(),
         started.elapsed().as_secs_f64()
@@ -252,4 +267,70 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
     } else {
         anyhow::bail!("the demo had failures: {}", failures.join("; "))
     }
+}
+
+/// Runs the author's path in a scratch folder with its own data dir, using
+/// the same functions the CLI commands call.
+async fn author_path(sandbox: &Sandbox) -> anyhow::Result<String> {
+    let scratch = std::env::temp_dir().join(format!("skillhost-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let result = async {
+        let dir = super::author::new_skill("demo-greeter", &scratch)?;
+        println!("  new      {}", dir.display());
+        let d = dir.clone();
+        let wasm =
+            tokio::task::spawn_blocking(move || crate::guest_build::build_skill(&d)).await??;
+        println!("  build    {}", wasm.display());
+        let (problems, summary) = super::author::check(sandbox, &dir).await;
+        anyhow::ensure!(problems.is_empty(), "check: {}", problems.join("; "));
+        println!("  check    ok: {summary}");
+        let (secret, public) = crate::trust::SecretKey::generate()?;
+        secret.write_pair(&scratch.join("alice"))?;
+        println!(
+            "  keygen   key id {} (alice.key mode 0600, alice.pub)",
+            public.key_id()
+        );
+        let (bytes, statement) = crate::bundle::pack_dir(&dir, Some(&secret))?;
+        println!(
+            "  pack     {} files, {} bytes, signed",
+            statement.files.len(),
+            bytes.len()
+        );
+        let data_root = scratch.join("data");
+        let data = crate::data_dir::DataDir::open(&data_root)?;
+        let opened = crate::installs::verify(&data, &bytes)?;
+        println!(
+            "  verify   {}@{}, signed by {} (not trusted yet)",
+            opened.statement.name,
+            opened.statement.version,
+            opened.signer.key_id().unwrap_or("nobody")
+        );
+        crate::store::Store::open(&data_root)?.add_trusted_key(
+            &public.key_id(),
+            "alice",
+            &public.to_base64(),
+            &[],
+        )?;
+        println!("  trust    added alice");
+        let out = crate::installs::install(&data, sandbox, &bytes, Default::default()).await?;
+        println!(
+            "  install  {}@{} trusted={}",
+            out.name, out.version, out.trusted
+        );
+        let skill = super::skills::find_tool(&data_root, sandbox, "demo_greeter.greet")?;
+        let called = skill
+            .call(
+                "demo_greeter.greet",
+                &json!({"name": "operator"}),
+                &LimitsRequest::default(),
+            )
+            .await?;
+        Ok(format!(
+            "demo_greeter.greet {{\"name\":\"operator\"}} → {}",
+            called.output
+        ))
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
 }
