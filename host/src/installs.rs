@@ -277,7 +277,7 @@ pub(crate) async fn install(
         let keys = store.trusted_keys().map_err(|e| err(e.to_string()))?;
         let explicitly = new_signer.as_deref().is_some_and(|id| {
             keys.iter()
-                .any(|k| k.key_id == id && k.skills.iter().any(|s| *s == st.name))
+                .any(|k| k.key_id == id && k.skills.contains(&st.name))
         });
         if !explicitly {
             return Err(err(format!(

@@ -371,16 +371,27 @@ fn local_folders_shadow_builtins_by_the_documented_rule() {
     let o = skillhost(data.path(), &["skills", "list", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let text = list.as_array().unwrap().iter().find(|e| e["name"] == "text-tools").expect("listed");
+    let text = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "text-tools")
+        .expect("listed");
     assert_eq!(text["source"], "local");
     assert_eq!(text["trusted"], false);
     assert_eq!(text["shadows"], serde_json::json!(["builtin:0.1.0"]));
     // Untrusted local code is not called until the operator trusts it.
-    let o = skillhost(data.path(), &["call", "text.word_count", "--args", r#"{"text":"a b"}"#]);
+    let o = skillhost(
+        data.path(),
+        &["call", "text.word_count", "--args", r#"{"text":"a b"}"#],
+    );
     assert_one_line_failure(&o, &["untrusted"]);
     let o = skillhost(data.path(), &["skills", "trust", "text-tools"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = skillhost(data.path(), &["call", "text.word_count", "--args", r#"{"text":"a b"}"#]);
+    let o = skillhost(
+        data.path(),
+        &["call", "text.word_count", "--args", r#"{"text":"a b"}"#],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     // A malformed settings file is reported with its position, never ignored.
     std::fs::write(data.path().join("settings.json"), "{\"skill_dirs\": [}").unwrap();

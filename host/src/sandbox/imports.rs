@@ -74,7 +74,7 @@ pub(crate) fn check(engine: &Engine, component: &Component) -> Result<(), String
         return Err(format!(
             "refused before running: the component imports {} which the sandbox does not provide \
              (allowed: the skillhost:plugin host interface, and WASI 0.2 clocks, random, io and \
-             cli environment/exit/stdio)",
+             cli environment/exit/stdio/terminal)",
             refused
                 .iter()
                 .map(|n| format!("`{n}`"))

@@ -103,7 +103,8 @@ struct HugeArgs {
     mib: Option<u32>,
 }
 
-/// Returns a result larger than the host's output cap (8 MiB by default).
+/// Returns an 8 MiB result by default (`mib` sets the size): larger than the
+/// host's 1 MiB output cap.
 fn huge_output(args: HugeArgs) -> Result<String, ToolError> {
     let mib = args.mib.unwrap_or(8) as usize;
     Ok("x".repeat(mib << 20))
