@@ -15,9 +15,12 @@
 //!   the compiled-code cache;
 //! - `breakdown_*`: where a fresh call's time goes, measured on the replica;
 //! - `variant_*`: the replica's fresh-call p50 with one engine or store
-//!   setting changed, to show what each costs.
+//!   setting changed, to show what each costs;
+//! - `pagemap_*`: the replica with `PoolingAllocationConfig::pagemap_scan`
+//!   enabled (when the kernel supports it): breakdown and throughput.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -98,20 +101,14 @@ fn main() -> anyhow::Result<()> {
 
     // Where the time of a fresh call goes, on the replica.
     let phases = current.block_on(host_like.fresh_calls(WARMUP, ITERATIONS, true))?;
-    let p = |i: usize| percentile(&phases.iter().map(|ph| ph[i]).collect::<Vec<_>>(), 50.0);
-    let total: Vec<Duration> = phases.iter().map(|ph| ph.iter().sum()).collect();
-    let replica_total = percentile(&total, 50.0);
-    line("breakdown_wasi_ctx_and_state_us", us(p(0)));
-    line("breakdown_store_new_us", us(p(1)));
-    line("breakdown_instantiate_us", us(p(2)));
-    line("breakdown_call_only_us", us(p(3)));
-    line("breakdown_store_drop_us", us(p(4)));
-    line("breakdown_replica_total_p50_us", us(replica_total));
+    let replica_total = breakdown("breakdown", &phases);
+    let (public, replica) = current.block_on(interleaved(&component, &host_like))?;
     line(
         "breakdown_host_overhead_us",
         format!(
             "{:.2}",
-            (fresh_p50.as_secs_f64() - replica_total.as_secs_f64()) * 1e6
+            (percentile(&public, 50.0).as_secs_f64() - percentile(&replica, 50.0).as_secs_f64())
+                * 1e6
         ),
     );
     line(
@@ -125,84 +122,67 @@ fn main() -> anyhow::Result<()> {
             50.0,
         )),
     );
-    drop(host_like);
+    line(
+        "replica_calls_per_sec_2_threads",
+        format!("{:.0}", replica_throughput(host_like)?),
+    );
 
     // The replica's fresh-call p50 with one setting changed at a time.
-    line(
-        "pagemap_scan_available",
-        u8::from(PoolingAllocationConfig::is_pagemap_scan_available()),
-    );
+    let pagemap = PoolingAllocationConfig::is_pagemap_scan_available();
+    line("pagemap_scan_available", u8::from(pagemap));
     let h = EngineOpts::HOST;
-    let mut variants: Vec<(&str, EngineOpts)> = vec![
-        ("variant_host_config_us", h),
-        (
-            "variant_memory_keep_resident_0_us",
-            EngineOpts {
-                memory_keep_resident: 0,
-                ..h
-            },
-        ),
-        (
-            "variant_memory_keep_resident_64k_us",
-            EngineOpts {
-                memory_keep_resident: 64 << 10,
-                ..h
-            },
-        ),
-        (
-            "variant_memory_keep_resident_256k_us",
-            EngineOpts {
-                memory_keep_resident: 256 << 10,
-                ..h
-            },
-        ),
-        (
-            "variant_memory_keep_resident_4m_us",
+    let with_pagemap = EngineOpts {
+        pagemap_scan: true,
+        ..h
+    };
+    let mut variants: Vec<(&str, EngineOpts)> = Vec::new();
+    variants.push(("variant_host_config_us", h));
+    if pagemap {
+        variants.push(("variant_pagemap_scan_us", with_pagemap));
+        variants.push((
+            "variant_pagemap_scan_keep_resident_4m_us",
             EngineOpts {
                 memory_keep_resident: 4 << 20,
-                ..h
+                ..with_pagemap
             },
-        ),
-        (
-            "variant_no_memory_init_cow_us",
+        ));
+        variants.push((
+            "variant_pagemap_scan_no_fuel_no_epoch_us",
             EngineOpts {
-                memory_init_cow: false,
-                ..h
+                fuel: false,
+                epoch: false,
+                ..with_pagemap
             },
-        ),
-        (
-            "variant_on_demand_allocator_us",
-            EngineOpts {
-                pooling: false,
-                ..h
-            },
-        ),
-        ("variant_no_fuel_us", EngineOpts { fuel: false, ..h }),
-        ("variant_no_epoch_us", EngineOpts { epoch: false, ..h }),
-    ];
-    if PoolingAllocationConfig::is_pagemap_scan_available() {
-        variants.insert(
-            1,
-            (
-                "variant_pagemap_scan_us",
-                EngineOpts {
-                    pagemap_scan: true,
-                    ..h
-                },
-            ),
-        );
-        variants.insert(
-            2,
-            (
-                "variant_pagemap_scan_keep_resident_4m_us",
-                EngineOpts {
-                    pagemap_scan: true,
-                    memory_keep_resident: 4 << 20,
-                    ..h
-                },
-            ),
-        );
+        ));
     }
+    for (name, keep) in [
+        ("variant_memory_keep_resident_0_us", 0),
+        ("variant_memory_keep_resident_64k_us", 64 << 10),
+        ("variant_memory_keep_resident_256k_us", 256 << 10),
+        ("variant_memory_keep_resident_4m_us", 4 << 20),
+    ] {
+        let opts = EngineOpts {
+            memory_keep_resident: keep,
+            ..h
+        };
+        variants.push((name, opts));
+    }
+    variants.push((
+        "variant_no_memory_init_cow_us",
+        EngineOpts {
+            memory_init_cow: false,
+            ..h
+        },
+    ));
+    variants.push((
+        "variant_on_demand_allocator_us",
+        EngineOpts {
+            pooling: false,
+            ..h
+        },
+    ));
+    variants.push(("variant_no_fuel_us", EngineOpts { fuel: false, ..h }));
+    variants.push(("variant_no_epoch_us", EngineOpts { epoch: false, ..h }));
     for (name, opts) in variants {
         let replica = Replica::new(opts, &mut compiled, wasm)?;
         let phases =
@@ -210,7 +190,54 @@ fn main() -> anyhow::Result<()> {
         let total: Vec<Duration> = phases.iter().map(|ph| ph.iter().sum()).collect();
         line(name, us(percentile(&total, 50.0)));
     }
+
+    // The most promising change in full: pagemap scanning.
+    if pagemap {
+        let replica = Replica::new(with_pagemap, &mut compiled, wasm)?;
+        let phases = current.block_on(replica.fresh_calls(WARMUP, ITERATIONS, true))?;
+        let total = breakdown("pagemap_breakdown", &phases);
+        line(
+            "pagemap_fresh_call_p99_us",
+            us(percentile(
+                &phases.iter().map(|ph| ph.iter().sum()).collect::<Vec<_>>(),
+                99.0,
+            )),
+        );
+        line("pagemap_vs_host_config_x", ratio(replica_total, total));
+        line(
+            "pagemap_calls_per_sec_2_threads",
+            format!("{:.0}", replica_throughput(replica)?),
+        );
+    }
     Ok(())
+}
+
+/// Prints the median of each phase of `phases` and of their total; returns
+/// the total.
+fn breakdown(prefix: &str, phases: &[Phases]) -> Duration {
+    let names = [
+        "wasi_ctx_and_state",
+        "store_new",
+        "instantiate",
+        "call_only",
+        "store_drop",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let samples: Vec<Duration> = phases.iter().map(|ph| ph[i]).collect();
+        line(
+            &format!("{prefix}_{name}_us"),
+            us(percentile(&samples, 50.0)),
+        );
+    }
+    let before_drop: Vec<Duration> = phases.iter().map(|ph| ph[..4].iter().sum()).collect();
+    line(
+        &format!("{prefix}_before_drop_p50_us"),
+        us(percentile(&before_drop, 50.0)),
+    );
+    let total: Vec<Duration> = phases.iter().map(|ph| ph.iter().sum()).collect();
+    let p50 = percentile(&total, 50.0);
+    line(&format!("{prefix}_replica_total_p50_us"), us(p50));
+    p50
 }
 
 fn line(name: &str, value: impl std::fmt::Display) {
@@ -257,35 +284,92 @@ async fn fresh_public(component: &SkillComponent) -> anyhow::Result<Vec<Duration
     Ok(samples)
 }
 
-/// Fresh-instance calls per second: `THROUGHPUT_TASKS` tasks calling in a
-/// loop on a 2-worker runtime.
+/// Public fresh calls and replica fresh calls in alternating blocks, so
+/// the difference (the host's own per-call work) is not skewed by drift in
+/// machine load.
+async fn interleaved(
+    component: &SkillComponent,
+    replica: &Replica,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    const BLOCK: usize = 1_000;
+    let opts = CallOptions::default();
+    let (mut public, mut own) = (Vec::new(), Vec::new());
+    for _ in 0..ITERATIONS / BLOCK {
+        for _ in 0..BLOCK {
+            let start = Instant::now();
+            let out = component.call(TOOL, ARGS, &opts).await;
+            public.push(start.elapsed());
+            black_box(out?);
+        }
+        for _ in 0..BLOCK {
+            let start = Instant::now();
+            let out = replica.fresh_call().await;
+            own.push(start.elapsed());
+            black_box(out?);
+        }
+    }
+    Ok((public, own))
+}
+
+/// Fresh-instance calls per second through the public API.
 fn throughput(component: &SkillComponent) -> anyhow::Result<f64> {
+    let component = component.clone();
+    calls_per_sec_2_threads(move || {
+        let c = component.clone();
+        async move {
+            black_box(c.call(TOOL, ARGS, &CallOptions::default()).await?);
+            Ok(())
+        }
+    })
+}
+
+/// Fresh-instance calls per second on the replica.
+fn replica_throughput(replica: Replica) -> anyhow::Result<f64> {
+    let replica = Arc::new(replica);
+    calls_per_sec_2_threads(move || {
+        let r = replica.clone();
+        async move {
+            black_box(r.fresh_call().await?);
+            Ok(())
+        }
+    })
+}
+
+/// Calls per second of `call`: `THROUGHPUT_TASKS` tasks calling it in a
+/// loop on a 2-worker runtime for `THROUGHPUT_DURATION`.
+fn calls_per_sec_2_threads<F, Fut>(call: F) -> anyhow::Result<f64>
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let run = |duration: Duration| async move {
-            let end = Instant::now() + duration;
-            let tasks: Vec<_> = (0..THROUGHPUT_TASKS)
-                .map(|_| {
-                    let c = component.clone();
-                    tokio::spawn(async move {
-                        let opts = CallOptions::default();
-                        let mut n = 0u64;
-                        while Instant::now() < end {
-                            black_box(c.call(TOOL, ARGS, &opts).await?);
-                            n += 1;
-                        }
-                        anyhow::Ok(n)
+        let run = |duration: Duration| {
+            let call = call.clone();
+            async move {
+                let end = Instant::now() + duration;
+                let tasks: Vec<_> = (0..THROUGHPUT_TASKS)
+                    .map(|_| {
+                        let call = call.clone();
+                        tokio::spawn(async move {
+                            let mut n = 0u64;
+                            while Instant::now() < end {
+                                call().await?;
+                                n += 1;
+                            }
+                            anyhow::Ok(n)
+                        })
                     })
-                })
-                .collect();
-            let mut total = 0;
-            for t in tasks {
-                total += t.await??;
+                    .collect();
+                let mut total = 0;
+                for t in tasks {
+                    total += t.await??;
+                }
+                anyhow::Ok(total)
             }
-            anyhow::Ok(total)
         };
         run(Duration::from_millis(200)).await?;
         let start = Instant::now();
@@ -672,7 +756,28 @@ impl Replica {
         store
     }
 
-    /// `iterations` fresh calls, timing each phase.
+    /// One fresh call like `SkillComponent::call`, timing each phase;
+    /// returns the phases and the tool's output.
+    async fn fresh_call(&self) -> anyhow::Result<(Phases, String)> {
+        let t0 = Instant::now();
+        let state = State::new(t0 + skillhost::DEFAULT_TIMEOUT);
+        let t1 = Instant::now();
+        let mut store = self.new_store(state);
+        let t2 = Instant::now();
+        let skill = self.pre.instantiate_async(&mut store).await?;
+        let t3 = Instant::now();
+        let out = skill
+            .skillhost_plugin_tools()
+            .call_call(&mut store, black_box(TOOL), black_box(ARGS))
+            .await?;
+        let t4 = Instant::now();
+        drop(store);
+        let t5 = Instant::now();
+        let out = out.map_err(|e| anyhow::anyhow!("tool error: {e:?}"))?;
+        Ok(([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4], out))
+    }
+
+    /// `iterations` fresh calls after `warmup` ones, timing each phase.
     async fn fresh_calls(
         &self,
         warmup: usize,
@@ -681,27 +786,13 @@ impl Replica {
     ) -> anyhow::Result<Vec<Phases>> {
         let mut samples = Vec::with_capacity(iterations);
         for i in 0..warmup + iterations {
-            let t0 = Instant::now();
-            let state = State::new(t0 + skillhost::DEFAULT_TIMEOUT);
-            let t1 = Instant::now();
-            let mut store = self.new_store(state);
-            let t2 = Instant::now();
-            let skill = self.pre.instantiate_async(&mut store).await?;
-            let t3 = Instant::now();
-            let out = skill
-                .skillhost_plugin_tools()
-                .call_call(&mut store, black_box(TOOL), black_box(ARGS))
-                .await?;
-            let t4 = Instant::now();
-            drop(store);
-            let t5 = Instant::now();
-            let out = out.map_err(|e| anyhow::anyhow!("tool error: {e:?}"))?;
+            let (phases, out) = self.fresh_call().await?;
             if check && i == 0 {
                 anyhow::ensure!(out == EXPECTED, "unexpected output {out}");
             }
             black_box(out);
             if i >= warmup {
-                samples.push([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]);
+                samples.push(phases);
             }
         }
         Ok(samples)

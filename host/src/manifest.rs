@@ -1,6 +1,7 @@
 //! The skill manifest, `skill.yaml`: parsed and validated completely before
 //! anything runs.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component as PathComponent, Path};
 
@@ -22,6 +23,22 @@ pub const MAX_YAML_DEPTH: usize = 32;
 /// anything bigger is a mistake or an attack on the parser.
 pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
 
+/// Most YAML values (scalars, sequences, mappings; keys included) a
+/// manifest may expand to, counting a value again each time an alias
+/// repeats it. serde_yaml's own "repetition limit" bounds the number of
+/// alias uses, not what they expand to: one anchored list of `n` items
+/// used `n` times costs `n * n` values, gigabytes from a few kilobytes.
+const MAX_YAML_VALUES: usize = 1 << 18;
+
+/// Most bytes of scalar text a manifest may expand to, aliases counted
+/// each time they are used. Without aliases the text is never longer
+/// than the manifest itself.
+const MAX_YAML_TEXT_BYTES: usize = 2 * MAX_MANIFEST_BYTES;
+
+/// Longest Agent Skills `compatibility` accepted, in characters (the spec's
+/// limit).
+const MAX_COMPATIBILITY_CHARS: usize = 500;
+
 /// A validated skill manifest.
 ///
 /// ```
@@ -31,6 +48,7 @@ pub const MAX_MANIFEST_BYTES: usize = 1 << 20;
 /// description: Greets people.
 /// instructions: Use demo.greet to greet someone.
 /// tool_names: [demo.greet]
+/// component: greeter.wasm
 /// tools:
 ///   - name: demo.greet
 ///     description: Greets someone by name.
@@ -228,6 +246,119 @@ fn check_depth(v: &serde_yaml::Value, depth: usize) -> Result<(), ManifestError>
     }
 }
 
+/// What a YAML document expands to so far: values and bytes of text left.
+struct YamlBudget {
+    values: Cell<usize>,
+    text_bytes: Cell<usize>,
+}
+
+/// Walks a YAML document the way building a `serde_yaml::Value` would,
+/// aliases expanded, building nothing and failing once the document
+/// expands past [`MAX_YAML_VALUES`] or [`MAX_YAML_TEXT_BYTES`].
+#[derive(Clone, Copy)]
+struct CountValues<'a>(&'a YamlBudget);
+
+impl CountValues<'_> {
+    fn take_value<E: serde::de::Error>(self) -> Result<(), E> {
+        let left = self.0.values.get();
+        if left == 0 {
+            return Err(E::custom(format!(
+                "expands to more than {MAX_YAML_VALUES} YAML values (aliases count each time they are used)"
+            )));
+        }
+        self.0.values.set(left - 1);
+        Ok(())
+    }
+
+    fn take_text<E: serde::de::Error>(self, len: usize) -> Result<(), E> {
+        let left = self.0.text_bytes.get();
+        if len > left {
+            return Err(E::custom(format!(
+                "expands to more than {MAX_YAML_TEXT_BYTES} bytes of text (aliases count each time they are used)"
+            )));
+        }
+        self.0.text_bytes.set(left - len);
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for CountValues<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.take_value()?;
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        // As serde_yaml's own `Value` says, so that errors read the same.
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<(), E> {
+        self.take_text(s.len())
+    }
+    fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<(), E> {
+        self.take_text(b.len())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_newtype_struct<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+    /// A tagged value (`!tag value`).
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        use serde::de::VariantAccess as _;
+        let ((), contents) = data.variant_seed(self)?;
+        contents.newtype_variant_seed(self)
+    }
+}
+
+/// Parses YAML text into a value, refusing documents whose aliases expand
+/// past [`MAX_YAML_VALUES`] or [`MAX_YAML_TEXT_BYTES`] before anything is
+/// built.
+fn parse_yaml(text: &str) -> Result<serde_yaml::Value, serde_yaml::Error> {
+    use serde::de::DeserializeSeed as _;
+    let budget = YamlBudget {
+        values: Cell::new(MAX_YAML_VALUES),
+        text_bytes: Cell::new(MAX_YAML_TEXT_BYTES),
+    };
+    CountValues(&budget).deserialize(serde_yaml::Deserializer::from_str(text))?;
+    serde_yaml::from_str(text)
+}
+
 fn valid_skill_name(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
@@ -278,8 +409,9 @@ impl SkillManifest {
                 yaml.len()
             )));
         }
-        let value: serde_yaml::Value =
-            serde_yaml::from_str(yaml).map_err(|e| ManifestError::Syntax(e.to_string()))?;
+        // A byte-order mark, as some editors write, is not part of the YAML.
+        let yaml = yaml.strip_prefix('\u{feff}').unwrap_or(yaml);
+        let value = parse_yaml(yaml).map_err(|e| ManifestError::Syntax(e.to_string()))?;
         check_depth(&value, 0)?;
         let manifest: SkillManifest =
             serde_yaml::from_value(value).map_err(|e| ManifestError::Syntax(e.to_string()))?;
@@ -310,22 +442,25 @@ impl SkillManifest {
             .ok_or_else(|| {
                 ManifestError::Syntax("SKILL.md: must start with `---` YAML front matter".into())
             })?;
-        let (front, body) = match rest.find("\n---") {
-            Some(i) => {
-                let after = &rest[i + 4..];
-                let body = after
-                    .strip_prefix("\r\n")
-                    .or_else(|| after.strip_prefix('\n'))
-                    .unwrap_or(after);
-                (&rest[..i], body)
+        // The front matter ends at the first line that is `---` alone
+        // (trailing blanks allowed), which may be the very next line.
+        let mut start = 0;
+        let mut closing = None;
+        for line in rest.split_inclusive('\n') {
+            let end = start + line.len();
+            if line.trim_end_matches(['\n', '\r', ' ', '\t']) == "---" {
+                closing = Some((start, end));
+                break;
             }
-            None => {
-                return Err(ManifestError::Syntax(
-                    "SKILL.md: the front matter has no closing `---`".into(),
-                ));
-            }
+            start = end;
+        }
+        let Some((front_end, body_start)) = closing else {
+            return Err(ManifestError::Syntax(
+                "SKILL.md: the front matter has no closing `---`".into(),
+            ));
         };
-        let value: serde_yaml::Value = serde_yaml::from_str(front)
+        let (front, body) = (&rest[..front_end], &rest[body_start..]);
+        let value = parse_yaml(front)
             .map_err(|e| ManifestError::Syntax(format!("SKILL.md front matter: {e}")))?;
         check_depth(&value, 0)?;
         let fm: AgentSkillFrontMatter = serde_yaml::from_value(value)
@@ -337,15 +472,27 @@ impl SkillManifest {
                 .name
                 .bytes()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && !fm.name.starts_with('-');
+            && !fm.name.starts_with('-')
+            && !fm.name.ends_with('-')
+            && !fm.name.contains("--");
         if !valid_name {
             problems.push(format!(
-                "`name`: `{}` must be 1 to 64 characters of [a-z0-9-]",
+                "`name`: `{}` must be 1 to 64 characters of [a-z0-9-], \
+                 neither starting nor ending with `-` nor containing `--`",
                 fm.name.escape_debug()
             ));
         }
         if fm.description.chars().count() > 1024 {
             problems.push("`description` is longer than 1024 characters".into());
+        }
+        if fm
+            .compatibility
+            .as_ref()
+            .is_some_and(|c| c.chars().count() > MAX_COMPATIBILITY_CHARS)
+        {
+            problems.push(format!(
+                "`compatibility` is longer than {MAX_COMPATIBILITY_CHARS} characters"
+            ));
         }
         if !problems.is_empty() {
             return Err(ManifestError::Invalid {

@@ -18,7 +18,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-use skillhost::plugin::types::{LogLevel, ToolError as WitToolError};
+use self::skillhost::plugin::types::{LogLevel, ToolError as WitToolError};
 
 /// Longest log message kept, in bytes; longer ones are cut.
 const MAX_LOG_MESSAGE_BYTES: usize = 4096;
