@@ -342,11 +342,9 @@ fn author_path_end_to_end() {
         &["call", "hello_skill.greet", "--args", r#"{"name":"Ada"}"#],
     );
     assert_one_line_failure(&o, &["disabled"]);
-    // The secret key never shows up anywhere the tool printed.
-    for file in ["hello.skill"] {
-        let bytes = std::fs::read(w(file)).unwrap();
-        assert!(!String::from_utf8_lossy(&bytes).contains(&secret_b64));
-    }
+    // The secret key never shows up in the bundle or anything printed.
+    let bundle = std::fs::read(w("hello.skill")).unwrap();
+    assert!(!String::from_utf8_lossy(&bundle).contains(&secret_b64));
     assert!(!list.contains(&secret_b64) && !verify.contains(&secret_b64));
     // check reports a wrong example and exits 1.
     let yaml = std::fs::read_to_string(format!("{dir}/skill.yaml"))
