@@ -7,10 +7,13 @@
 //! Archives are built with the `zip` crate's writer, then patched byte by
 //! byte where the writer cannot produce the hostile form.
 
+mod common;
+use common::{skillhost, stderr, stdout};
+
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -28,25 +31,6 @@ const LIMIT: u64 = 25 << 20;
 // ---------------------------------------------------------------------------
 // Running the binary against a temp data dir.
 // ---------------------------------------------------------------------------
-
-fn skillhost(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("SKILLHOST_DATA")
-        .output()
-        .expect("run skillhost")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Everything observable about a data dir: every path under it (symlinks
 /// not followed) with its size and sha256 (or link target), and what

@@ -1,23 +1,12 @@
 //! The `skillhost` binary end to end: real process, real plugins.
 
+mod common;
+use common::{skillhost, stderr};
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use skillhost::plugin_artifacts as art;
-
-fn skillhost(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run skillhost")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A skill folder holding a plugin's manifest and its built component.
 fn skill_folder(dir: &str, wasm: &str) -> tempfile::TempDir {

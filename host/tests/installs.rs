@@ -1,22 +1,15 @@
 //! Installs under stress: kill -9 at random points, concurrent installers,
 //! planted symlinks. Real processes, real bundles.
 
+mod common;
+use common::skillhost;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use skillhost::plugin_artifacts as art;
 use skillhost::{SecretKey, pack_dir};
-
-fn skillhost(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run skillhost")
-}
 
 fn ok(o: Output) -> String {
     assert!(
