@@ -71,6 +71,18 @@ pub struct SkillEntry {
 }
 
 impl SkillEntry {
+    /// Reads the skill's manifest only: no component is compiled or loaded.
+    pub(crate) fn manifest(&self) -> Result<SkillManifest, SkillError> {
+        match (self.builtin, &self.path) {
+            (Some(b), _) => Ok(SkillManifest::parse(b.manifest)?),
+            (None, Some(p)) => Ok(SkillManifest::load_dir(p)?),
+            (None, None) => Err(SkillError::Mismatch {
+                skill: self.name.clone(),
+                message: "no source to load from".into(),
+            }),
+        }
+    }
+
     /// Loads the skill.
     pub(crate) fn load(&self, sandbox: &Sandbox) -> Result<Skill, SkillError> {
         match (self.builtin, &self.path) {

@@ -298,14 +298,16 @@ pub(super) fn find_tool(data_dir: &Path, sandbox: &Sandbox, tool: &str) -> anyho
     let (entries, _) = catalog::effective(&data, &store)?;
     let mut known = Vec::new();
     for e in &entries {
-        let skill = match e.load(sandbox) {
-            Ok(s) => s,
+        // Only the manifest is read to find the tool; only the skill that
+        // has it is loaded (compiled or taken from the cache).
+        let manifest = match e.manifest() {
+            Ok(m) => m,
             Err(err) => {
                 tracing::warn!("skipping {}@{}: {err}", e.name, e.version);
                 continue;
             }
         };
-        if skill.manifest().tool(tool).is_some() {
+        if manifest.tool(tool).is_some() {
             if !e.enabled {
                 anyhow::bail!(
                     "`{tool}` belongs to skill `{}`, which is disabled (`skillhost skills enable {}`)",
@@ -320,9 +322,9 @@ pub(super) fn find_tool(data_dir: &Path, sandbox: &Sandbox, tool: &str) -> anyho
                     e.name
                 );
             }
-            return Ok(skill);
+            return Ok(e.load(sandbox)?);
         }
-        known.extend(skill.manifest().tools.iter().map(|t| t.name.clone()));
+        known.extend(manifest.tools.iter().map(|t| t.name.clone()));
     }
     anyhow::bail!(
         "no skill has a tool `{tool}` (available: {}); use --skill DIR for a skill folder",
