@@ -8,7 +8,39 @@
 //! This crate speaks MCP and manages processes; it knows nothing of
 //! WebAssembly, personas or the host's database. The `skillhost` crate
 //! builds on it.
+//!
+//! Every message is bounded by [`MAX_MESSAGE_BYTES`] (16 MiB): a longer
+//! stdio line or SSE event ends the session and the server is treated as
+//! failed, instead of memory growing.
 
 #![deny(missing_docs)]
 
+mod client;
+mod config;
+mod import;
+mod manager;
+mod policy;
+mod proc_table;
+mod process;
 pub mod sse;
+mod stderr_log;
+mod stdio;
+mod tools;
+
+pub use client::{CallError, CallErrorKind, Era, Progress, SessionInfo};
+pub use config::{
+    CONFIG_FILE, ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MUTATING_TIMEOUT,
+    DEFAULT_READ_ONLY_TIMEOUT, GLOBAL_ALL, McpConfig, Secret, ServerConfig, Timeouts, ToolOverride,
+    TransportKind, valid_server_name,
+};
+pub use import::{import_desktop_config, merge_imported};
+pub use manager::{
+    ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy, ServerState,
+    ServerStatus, TestReport, TestStep, server_dir, test_server,
+};
+pub use policy::{ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy};
+pub use proc_table::{ProcEntry, group_members};
+pub use rmcp::model::CallToolResult;
+pub use stderr_log::{LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
+pub use stdio::MAX_MESSAGE_BYTES;
+pub use tools::{McpTool, classify_tools, definition_hash};

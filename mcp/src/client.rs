@@ -1,0 +1,643 @@
+//! One live MCP session with one server, over any of the three transports.
+//!
+//! Dual-era: stdio and streamable HTTP servers are first asked with the
+//! modern stateless handshake (`server/discover`, protocol 2026-07-28, with
+//! per-request `_meta`); a server that answers like a legacy server (or not
+//! at all within 10 s) gets the legacy `initialize` handshake proposing
+//! 2025-11-25 (servers may answer with an older revision such as
+//! 2025-06-18). Legacy SSE servers get `initialize` directly. The era each
+//! server speaks is recorded in [`SessionInfo`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{
+    ClientLifecycleMode, NotificationContext, PeerRequestOptions, RunningService,
+    serve_client_with_lifecycle,
+};
+use rmcp::{ClientHandler, RoleClient};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ServerConfig, TransportKind};
+use crate::policy::StdioPolicy;
+use crate::process::{ServerProcess, SpawnSpec, StopStep};
+use crate::stderr_log::StderrLog;
+use crate::stdio::{Fault, MAX_MESSAGE_BYTES, StdioTransport};
+
+/// Which handshake a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// `server/discover` and per-request metadata (2026-07-28).
+    Modern,
+    /// The `initialize` handshake (2025-11-25 and older).
+    Legacy,
+}
+
+/// What the handshake established.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionInfo {
+    /// The negotiated protocol revision.
+    pub protocol_version: String,
+    /// The handshake era.
+    pub era: Era,
+    /// The server's own name, if it gave one.
+    pub server_name: Option<String>,
+    /// The server's version, if it gave one.
+    pub server_version: Option<String>,
+    /// Whether the server announces tool list changes.
+    pub tools_list_changed: bool,
+    /// Time from start to a finished handshake.
+    #[serde(serialize_with = "ms")]
+    pub connect_time: Duration,
+}
+
+fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// A progress notification for a call in flight.
+#[derive(Debug, Clone, Serialize)]
+pub struct Progress {
+    /// Progress so far.
+    pub progress: f64,
+    /// The total, if known.
+    pub total: Option<f64>,
+    /// A message, if any.
+    pub message: Option<String>,
+}
+
+/// Something a server told the host outside of a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ServerSignal {
+    ToolsChanged,
+}
+
+type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>>>;
+
+/// The client side handler rmcp drives.
+#[derive(Clone)]
+struct Handler {
+    signals: mpsc::UnboundedSender<ServerSignal>,
+    progress: ProgressSinks,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("skillhost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.signals.send(ServerSignal::ToolsChanged);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(sink) = sink {
+            let _ = sink.send(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+}
+
+/// How a call ended without a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallErrorKind {
+    /// The tool did not answer in time; `notifications/cancelled` was sent.
+    #[error("MCP tool timed out after {}", secs_text(*.0))]
+    Timeout(Duration),
+    /// The caller cancelled; `notifications/cancelled` was sent.
+    #[error("the call was cancelled")]
+    Cancelled,
+    /// The server answered with a JSON-RPC error.
+    #[error("JSON-RPC error {code}: {message}")]
+    JsonRpc {
+        /// The error code (-32601 method not found, -32602 invalid
+        /// params, -32603 internal error, …).
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
+    /// The tool ran and reported an error (`isError: true`).
+    #[error("the tool reported an error: {0}")]
+    ToolError(String),
+    /// The session ended before the answer came.
+    #[error("the server disconnected during the call: {0}")]
+    Disconnected(String),
+    /// The server is not connected.
+    #[error("the server is not ready ({0})")]
+    NotReady(String),
+    /// The server's answer did not make sense.
+    #[error("unexpected answer: {0}")]
+    Protocol(String),
+}
+
+/// A call that failed, naming the server and the tool.
+///
+/// ```
+/// use std::time::Duration;
+/// let e = skillhost_mcp::CallError {
+///     server: "notes".into(),
+///     tool: "write".into(),
+///     kind: skillhost_mcp::CallErrorKind::Timeout(Duration::from_secs(20)),
+/// };
+/// assert_eq!(e.timeout_json().unwrap()["error"], "MCP tool timed out after 20s");
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("MCP server {server:?}, tool {tool:?}: {kind}")]
+pub struct CallError {
+    /// The server's config name.
+    pub server: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// What happened.
+    pub kind: CallErrorKind,
+}
+
+impl CallError {
+    /// For a timeout, the exact structured answer the seed specifies:
+    /// `{"status":"timeout","error":"MCP tool timed out after Ns"}`.
+    ///
+    /// ```
+    /// let e = skillhost_mcp::CallError {
+    ///     server: "s".into(), tool: "t".into(),
+    ///     kind: skillhost_mcp::CallErrorKind::Cancelled,
+    /// };
+    /// assert!(e.timeout_json().is_none());
+    /// ```
+    pub fn timeout_json(&self) -> Option<Value> {
+        match &self.kind {
+            CallErrorKind::Timeout(d) => Some(serde_json::json!({
+                "status": "timeout",
+                "error": format!("MCP tool timed out after {}", secs_text(*d)),
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// `20s`, `0.5s`.
+fn secs_text(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{}s", s as u64)
+    } else {
+        format!("{}s", (s * 1000.0).round() / 1000.0)
+    }
+}
+
+/// Everything a connection needs from its owner.
+pub(crate) struct ConnectContext<'a> {
+    pub policy: &'a StdioPolicy,
+    /// The server's working folder (stdio).
+    pub work_dir: std::path::PathBuf,
+    pub log: Arc<StderrLog>,
+    pub signals: mpsc::UnboundedSender<ServerSignal>,
+    pub http: &'a reqwest::Client,
+}
+
+/// One live session.
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    process: tokio::sync::Mutex<Option<ServerProcess>>,
+    fault: Fault,
+    progress: ProgressSinks,
+    pub info: SessionInfo,
+    pid: Option<i32>,
+    _listen: Option<tokio::task::JoinHandle<()>>,
+}
+
+fn lifecycle_auto() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+impl Connection {
+    /// Starts (stdio) or reaches (HTTP) the server and runs the handshake,
+    /// bounded by the server's connect timeout. On failure nothing is left
+    /// running and the error says what happened (with the last stderr line
+    /// of a stdio server).
+    pub async fn open(
+        config: &ServerConfig,
+        ctx: ConnectContext<'_>,
+    ) -> Result<Connection, String> {
+        let started = Instant::now();
+        let progress: ProgressSinks = Arc::default();
+        let handler = Handler {
+            signals: ctx.signals.clone(),
+            progress: progress.clone(),
+        };
+        let fault: Fault = Arc::default();
+        let timeout = config.timeouts.connect();
+        let (service, process) = match config.transport {
+            TransportKind::Stdio => {
+                let command = config.command.clone().unwrap_or_default();
+                ctx.policy.check(&command, &config.args)?;
+                std::fs::create_dir_all(&ctx.work_dir)
+                    .map_err(|e| format!("cannot create the server's folder: {e}"))?;
+                let spec = SpawnSpec {
+                    command: command.clone(),
+                    args: config.args.clone(),
+                    env: config
+                        .env
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.expose().to_string()))
+                        .collect(),
+                    cwd: ctx.work_dir.clone(),
+                };
+                let (mut process, stdin, stdout) = ServerProcess::spawn(&spec, ctx.log.clone())
+                    .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+                ctx.log.note(&format!(
+                    "--- skillhost: started {command} (pid {}) ---",
+                    process.pid()
+                ));
+                let transport =
+                    StdioTransport::new(stdin, stdout, fault.clone(), MAX_MESSAGE_BYTES);
+                let handshake = tokio::time::timeout(
+                    timeout,
+                    serve_client_with_lifecycle(handler, transport, lifecycle_auto()),
+                )
+                .await;
+                match handshake {
+                    Ok(Ok(service)) => (service, Some(process)),
+                    outcome => {
+                        let why = match outcome {
+                            Ok(Err(e)) => format!("handshake failed: {e}"),
+                            _ => {
+                                format!("no answer to the handshake within {}", secs_text(timeout))
+                            }
+                        };
+                        process.stop(Duration::from_millis(200)).await;
+                        return Err(describe_failure(&why, &fault, &mut process, &ctx.log));
+                    }
+                }
+            }
+            TransportKind::StreamableHttp => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                let url = config.url.clone().unwrap_or_default();
+                let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                cfg.reinit_on_expired_session = true;
+                cfg.max_sse_event_size = MAX_MESSAGE_BYTES;
+                cfg.max_json_response_size = MAX_MESSAGE_BYTES;
+                let mut headers = HashMap::new();
+                for (k, v) in &config.headers {
+                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|_| format!("invalid header name {k:?}"))?;
+                    let mut value = reqwest::header::HeaderValue::from_str(v.expose())
+                        .map_err(|_| format!("invalid value for header {k:?}"))?;
+                    value.set_sensitive(true);
+                    headers.insert(name, value);
+                }
+                cfg.custom_headers = headers;
+                let transport = StreamableHttpClientTransport::with_client(ctx.http.clone(), cfg);
+                let service = tokio::time::timeout(
+                    timeout,
+                    serve_client_with_lifecycle(handler, transport, lifecycle_auto()),
+                )
+                .await
+                .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))?
+                .map_err(|e| {
+                    format!(
+                        "handshake with {url} failed: {}",
+                        redact_error(&e.to_string(), config)
+                    )
+                })?;
+                (service, None)
+            }
+            TransportKind::Sse => {
+                let url = config.url.clone().unwrap_or_default();
+                let mut cfg = crate::sse::SseConfig::new(url.clone());
+                cfg.connect_timeout = timeout;
+                cfg.max_event_bytes = MAX_MESSAGE_BYTES;
+                cfg.headers = config
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.expose().to_string()))
+                    .collect();
+                let transport =
+                    tokio::time::timeout(timeout, crate::sse::SseClientTransport::connect(cfg))
+                        .await
+                        .map_err(|_| {
+                            format!("no endpoint event from {url} within {}", secs_text(timeout))
+                        })?
+                        .map_err(|e| format!("cannot open the SSE stream: {e}"))?;
+                let service = tokio::time::timeout(
+                    timeout,
+                    serve_client_with_lifecycle(
+                        handler,
+                        transport,
+                        ClientLifecycleMode::Initialize,
+                    ),
+                )
+                .await
+                .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))?
+                .map_err(|e| {
+                    format!(
+                        "handshake with {url} failed: {}",
+                        redact_error(&e.to_string(), config)
+                    )
+                })?;
+                (service, None)
+            }
+        };
+        let peer_info = service.peer_info();
+        let protocol_version = peer_info
+            .as_ref()
+            .map(|p| p.protocol_version.to_string())
+            .unwrap_or_default();
+        let era = if protocol_version.as_str() >= "2026-07-28" {
+            Era::Modern
+        } else {
+            Era::Legacy
+        };
+        let tools_list_changed = peer_info
+            .as_ref()
+            .and_then(|p| p.capabilities.tools.as_ref())
+            .and_then(|t| t.list_changed)
+            .unwrap_or(false);
+        let info = SessionInfo {
+            protocol_version,
+            era,
+            server_name: peer_info
+                .as_ref()
+                .and_then(|p| p.server_info.as_ref())
+                .map(|s| s.name.clone()),
+            server_version: peer_info
+                .as_ref()
+                .and_then(|p| p.server_info.as_ref())
+                .map(|s| s.version.clone()),
+            tools_list_changed,
+            connect_time: started.elapsed(),
+        };
+        // Modern servers announce list changes on a subscription stream.
+        let listen = if era == Era::Modern && tools_list_changed {
+            let peer = service.peer().clone();
+            let signals = ctx.signals.clone();
+            Some(tokio::spawn(async move {
+                let filter = SubscriptionFilter::builder().tools_list_changed().build();
+                let Ok(mut sub) = peer.listen(filter).await else {
+                    return;
+                };
+                while let Ok(Some(n)) = sub.next().await {
+                    if matches!(
+                        n,
+                        rmcp::model::ServerNotification::ToolListChangedNotification(_)
+                    ) {
+                        let _ = signals.send(ServerSignal::ToolsChanged);
+                    }
+                }
+            }))
+        } else {
+            None
+        };
+        let pid = process.as_ref().map(ServerProcess::pid);
+        Ok(Connection {
+            service,
+            process: tokio::sync::Mutex::new(process),
+            fault,
+            progress,
+            info,
+            pid,
+            _listen: listen,
+        })
+    }
+
+    /// The stdio child's pid (also its process group id).
+    pub fn pid(&self) -> Option<i32> {
+        self.pid
+    }
+
+    /// Whether the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+
+    /// Why the transport ended, if it did.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Resolves when the session has ended.
+    pub async fn closed(&self) {
+        while !self.service.is_closed() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Every tool, following `nextCursor` pages, as raw JSON.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, String> {
+        let tools = self
+            .service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        tools
+            .into_iter()
+            .map(|t| serde_json::to_value(t).map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    /// Calls `tool` with `arguments`, bounded by `timeout`; on timeout or
+    /// cancellation sends `notifications/cancelled`. Progress notifications
+    /// go to `progress`.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallToolResult, CallErrorKind> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = Some(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let peer = self.service.peer();
+        let mut handle = peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| {
+                CallErrorKind::Disconnected(self.fault().unwrap_or_else(|| e.to_string()))
+            })?;
+        let token = handle.progress_token.clone();
+        if let Some(p) = progress {
+            self.progress
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(token.clone(), p);
+        }
+        let outcome = tokio::select! {
+            r = &mut handle.rx => Some(r),
+            _ = tokio::time::sleep(timeout) => None,
+            _ = cancel.cancelled() => {
+                self.forget(&token);
+                let _ = handle.cancel(Some("cancelled by the caller".into())).await;
+                return Err(CallErrorKind::Cancelled);
+            }
+        };
+        self.forget(&token);
+        let answer = match outcome {
+            None => {
+                let _ = handle
+                    .cancel(Some(format!("timed out after {}", secs_text(timeout))))
+                    .await;
+                return Err(CallErrorKind::Timeout(timeout));
+            }
+            Some(Err(_)) => {
+                return Err(CallErrorKind::Disconnected(
+                    self.fault().unwrap_or_else(|| "the session ended".into()),
+                ));
+            }
+            Some(Ok(answer)) => answer,
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(r)) => {
+                if r.is_error == Some(true) {
+                    Err(CallErrorKind::ToolError(result_text(&r)))
+                } else {
+                    Ok(r)
+                }
+            }
+            Ok(ServerResult::EmptyResult(_)) => Ok(CallToolResult::default()),
+            Ok(other) => Err(CallErrorKind::Protocol(format!(
+                "tools/call answered with {}",
+                serde_json::to_string(&other)
+                    .unwrap_or_default()
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            ))),
+            Err(rmcp::ServiceError::McpError(e)) => Err(CallErrorKind::JsonRpc {
+                code: e.code.0,
+                message: e.message.to_string(),
+            }),
+            Err(rmcp::ServiceError::TransportClosed) => Err(CallErrorKind::Disconnected(
+                self.fault().unwrap_or_else(|| "the session ended".into()),
+            )),
+            Err(e) => Err(CallErrorKind::Protocol(e.to_string())),
+        }
+    }
+
+    fn forget(&self, token: &ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(token);
+    }
+
+    /// Ends the session and, for stdio, runs the stop sequence.
+    pub async fn shutdown(&self, grace: Duration) -> Option<StopStep> {
+        let ct = self.service.cancellation_token();
+        ct.cancel();
+        let mut process = self.process.lock().await;
+        match process.as_mut() {
+            Some(p) => {
+                let step = p.stop(grace).await;
+                *process = None;
+                Some(step)
+            }
+            None => None,
+        }
+    }
+
+    /// The exit status of a stdio child that has exited, as text.
+    pub async fn exit_status(&self) -> Option<String> {
+        let mut process = self.process.lock().await;
+        let p = process.as_mut()?;
+        let status = tokio::time::timeout(Duration::from_millis(500), p.wait())
+            .await
+            .ok()?
+            .ok()?;
+        Some(status_text(status))
+    }
+}
+
+fn status_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (_, Some(s)) => format!("killed by signal {s}"),
+        _ => "exited".into(),
+    }
+}
+
+fn describe_failure(
+    why: &str,
+    fault: &Fault,
+    process: &mut ServerProcess,
+    log: &StderrLog,
+) -> String {
+    let mut msg = why.to_string();
+    if let Some(f) = fault.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        msg.push_str(&format!("; {f}"));
+    }
+    if let Some(status) = process.try_exit() {
+        msg.push_str(&format!("; the process {}", status_text(status)));
+    }
+    if let Some(line) = log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
+        msg.push_str(&format!("; last stderr line: {line}"));
+    }
+    msg
+}
+
+/// Replaces any configured secret value that an error message might echo.
+fn redact_error(msg: &str, config: &ServerConfig) -> String {
+    let mut out = msg.to_string();
+    for v in config.headers.values().chain(config.env.values()) {
+        if v.expose().len() >= 4 {
+            out = out.replace(v.expose(), "***");
+        }
+    }
+    out
+}
+
+/// The text of a result's content blocks, for error messages.
+pub(crate) fn result_text(r: &CallToolResult) -> String {
+    let texts: Vec<String> = r
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    if texts.is_empty() {
+        "(no message)".into()
+    } else {
+        texts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timeout_text_matches_the_seed() {
+        use std::time::Duration;
+        assert_eq!(super::secs_text(Duration::from_secs(20)), "20s");
+        assert_eq!(super::secs_text(Duration::from_millis(500)), "0.5s");
+    }
+}

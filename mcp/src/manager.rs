@@ -1,0 +1,913 @@
+//! The MCP manager: one supervised session per enabled server, the tools
+//! they offer, and calls routed to them.
+//!
+//! Each server runs in its own task:
+//!
+//! ```text
+//! disabled ──enable──▶ starting ──handshake+tools/list──▶ ready
+//!                         ▲                                 │ session ends
+//!                         └──── backoff (degraded) ◀────────┘
+//!                   more than max_restarts in window ──▶ failed (until enabled again)
+//! ```
+//!
+//! Restarts wait `base × 2^(n-1)` (capped at `max_delay`) with ±25 %
+//! jitter, `n` being the number of failures inside the window.
+//! `notifications/tools/list_changed` (legacy) or a `subscriptions/listen`
+//! notification (modern) triggers a new `tools/list`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use rmcp::model::CallToolResult;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{
+    CallError, CallErrorKind, ConnectContext, Connection, Progress, ServerSignal, SessionInfo,
+};
+use crate::config::{McpConfig, ServerConfig, valid_server_name};
+use crate::policy::StdioPolicy;
+use crate::stderr_log::StderrLog;
+use crate::tools::{McpTool, classify_tools};
+
+/// A server's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    /// Not enabled, or stopped.
+    Disabled,
+    /// Starting or reconnecting (handshake in progress).
+    Starting,
+    /// Connected; tools registered.
+    Ready,
+    /// The session ended; waiting to restart.
+    Degraded,
+    /// Restarted too often; stays down until enabled again.
+    Failed,
+}
+
+impl std::fmt::Display for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        f.write_str(&s)
+    }
+}
+
+/// What the host knows about a server right now.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerStatus {
+    /// The server's config name.
+    pub name: String,
+    /// Its state.
+    pub state: ServerState,
+    /// Why it last failed, if it did.
+    pub last_error: Option<String>,
+    /// Restarts so far.
+    pub restarts: u32,
+    /// The stdio child's pid (= its process group id) while it runs.
+    pub pid: Option<i32>,
+    /// The current session, while ready.
+    pub session: Option<SessionInfo>,
+    /// Number of registered tools.
+    pub tools: usize,
+}
+
+/// When to give up restarting a server.
+///
+/// ```
+/// let p = skillhost_mcp::RestartPolicy::default();
+/// assert_eq!((p.max_restarts, p.window.as_secs()), (5, 60));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RestartPolicy {
+    /// More failures than this inside `window` mark the server failed.
+    pub max_restarts: u32,
+    /// The window.
+    pub window: Duration,
+    /// First backoff delay.
+    pub base_delay: Duration,
+    /// Longest backoff delay.
+    pub max_delay: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            max_restarts: 5,
+            window: Duration::from_secs(60),
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RestartPolicy {
+    /// The delay before restart number `n` (1-based), without jitter.
+    ///
+    /// ```
+    /// let p = skillhost_mcp::RestartPolicy::default();
+    /// assert_eq!(p.delay(1).as_millis(), 500);
+    /// assert_eq!(p.delay(3).as_millis(), 2000);
+    /// assert_eq!(p.delay(20).as_secs(), 30);
+    /// ```
+    pub fn delay(&self, n: u32) -> Duration {
+        let factor = 2u32.saturating_pow(n.saturating_sub(1).min(20));
+        self.base_delay.saturating_mul(factor).min(self.max_delay)
+    }
+}
+
+/// Pinned tool definitions, kept by the embedder (the host keeps them in its
+/// database).
+pub trait PinStore: Send + Sync {
+    /// The pinned hash of every tool of `server`.
+    fn pins(&self, server: &str) -> anyhow::Result<BTreeMap<String, String>>;
+    /// Pins `tool` of `server` at `hash`.
+    fn pin(&self, server: &str, tool: &str, hash: &str) -> anyhow::Result<()>;
+    /// Records that `tool` changed from `old` to `new` (a `tool_changed`
+    /// event); called once per new definition.
+    fn tool_changed(&self, server: &str, tool: &str, old: &str, new: &str) -> anyhow::Result<()>;
+}
+
+/// A [`PinStore`] in memory, for tests and one-shot commands.
+#[derive(Debug, Default)]
+pub struct MemoryPins {
+    pins: Mutex<BTreeMap<(String, String), String>>,
+    /// `(server, tool, old, new)` for every change seen.
+    pub changes: Mutex<Vec<(String, String, String, String)>>,
+}
+
+impl PinStore for MemoryPins {
+    fn pins(&self, server: &str) -> anyhow::Result<BTreeMap<String, String>> {
+        let pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(pins
+            .iter()
+            .filter(|((s, _), _)| s == server)
+            .map(|((_, t), h)| (t.clone(), h.clone()))
+            .collect())
+    }
+    fn pin(&self, server: &str, tool: &str, hash: &str) -> anyhow::Result<()> {
+        self.pins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((server.into(), tool.into()), hash.into());
+        Ok(())
+    }
+    fn tool_changed(&self, server: &str, tool: &str, old: &str, new: &str) -> anyhow::Result<()> {
+        self.changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((server.into(), tool.into(), old.into(), new.into()));
+        Ok(())
+    }
+}
+
+/// Options of a [`McpManager`].
+pub struct ManagerOptions {
+    /// The data dir's path: stdio servers work in `mcp/<name>/work` under
+    /// it, their stderr goes to `mcp/<name>/stderr.log`.
+    pub data_root: PathBuf,
+    /// Which stdio commands may run.
+    pub policy: StdioPolicy,
+    /// When to give up restarting.
+    pub restart: RestartPolicy,
+    /// Where tool definitions are pinned.
+    pub pins: Arc<dyn PinStore>,
+    /// Time a stdio server gets to exit after stdin closes, and again after
+    /// `SIGTERM`. Default 2 s.
+    pub stop_grace: Duration,
+}
+
+impl ManagerOptions {
+    /// Defaults: default policy and restart policy, in-memory pins, 2 s grace.
+    ///
+    /// ```
+    /// let o = skillhost_mcp::ManagerOptions::new("data".into());
+    /// assert_eq!(o.stop_grace.as_secs(), 2);
+    /// ```
+    pub fn new(data_root: PathBuf) -> ManagerOptions {
+        ManagerOptions {
+            data_root,
+            policy: StdioPolicy::default(),
+            restart: RestartPolicy::default(),
+            pins: Arc::new(MemoryPins::default()),
+            stop_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A registered tool with its availability.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegisteredTool {
+    /// The tool.
+    #[serde(flatten)]
+    pub tool: McpTool,
+    /// Why it cannot be called, if it cannot (e.g. its definition changed
+    /// since the operator approved it).
+    pub disabled_reason: Option<String>,
+}
+
+struct Slot {
+    config: RwLock<ServerConfig>,
+    status: watch::Sender<ServerStatus>,
+    conn: RwLock<Option<Arc<Connection>>>,
+    tools: RwLock<Vec<RegisteredTool>>,
+    log: Arc<StderrLog>,
+    stop: Mutex<CancellationToken>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+struct Inner {
+    opts: ManagerOptions,
+    http: reqwest::Client,
+    slots: Mutex<BTreeMap<String, Arc<Slot>>>,
+    ready: std::sync::atomic::AtomicBool,
+}
+
+/// The MCP manager.
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// use skillhost_mcp::{McpConfig, McpManager, ManagerOptions, ServerConfig};
+/// let mut config = McpConfig::default();
+/// config.servers.push(ServerConfig::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]));
+/// let manager = McpManager::new(ManagerOptions::new("data".into()));
+/// manager.connect_all(&config).await;
+/// for t in manager.tools() {
+///     println!("{} mutates_data={}", t.tool.name, t.tool.mutates_data);
+/// }
+/// let out = manager.call("everything.echo", serde_json::json!({"message": "hi"}), None, None).await?;
+/// manager.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpManager {
+    inner: Arc<Inner>,
+}
+
+impl McpManager {
+    /// A manager with no servers yet.
+    ///
+    /// ```
+    /// let m = skillhost_mcp::McpManager::new(skillhost_mcp::ManagerOptions::new("data".into()));
+    /// assert!(!m.is_ready());
+    /// ```
+    pub fn new(opts: ManagerOptions) -> McpManager {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap_or_default();
+        McpManager {
+            inner: Arc::new(Inner {
+                opts,
+                http,
+                slots: Mutex::new(BTreeMap::new()),
+                ready: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Whether [`connect_all`](Self::connect_all) has finished.
+    pub fn is_ready(&self) -> bool {
+        self.inner.ready.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Starts every enabled server of `config` and waits until each is
+    /// ready, failed, or past its connect timeout; registers their tools.
+    /// Servers keep being supervised afterwards.
+    pub async fn connect_all(&self, config: &McpConfig) {
+        let mut waits = Vec::new();
+        for s in &config.servers {
+            if s.enabled {
+                self.start(s.clone());
+                waits.push(
+                    self.wait_settled(&s.name, s.timeouts.connect() + Duration::from_secs(1)),
+                );
+            } else {
+                self.register_disabled(s.clone());
+            }
+        }
+        futures::future::join_all(waits).await;
+        self.inner
+            .ready
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Starts (or restarts) supervising `config`, whatever its `enabled`
+    /// flag says. Returns at once.
+    pub fn start(&self, config: ServerConfig) {
+        let slot = self.slot_for(&config);
+        let token = CancellationToken::new();
+        {
+            let mut stop = slot.stop.lock().unwrap_or_else(|e| e.into_inner());
+            stop.cancel();
+            *stop = token.clone();
+        }
+        *slot.config.write().unwrap_or_else(|e| e.into_inner()) = config;
+        let inner = self.inner.clone();
+        let s = slot.clone();
+        let previous = slot.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let task = tokio::spawn(async move {
+            if let Some(p) = previous {
+                let _ = p.await;
+            }
+            supervise(inner, s, token).await;
+        });
+        *slot.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+    }
+
+    fn register_disabled(&self, config: ServerConfig) {
+        let slot = self.slot_for(&config);
+        *slot.config.write().unwrap_or_else(|e| e.into_inner()) = config;
+    }
+
+    fn slot_for(&self, config: &ServerConfig) -> Arc<Slot> {
+        let mut slots = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .entry(config.name.clone())
+            .or_insert_with(|| {
+                let dir = server_dir(&self.inner.opts.data_root, &config.name);
+                let _ = std::fs::create_dir_all(&dir);
+                let log_dir =
+                    cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok();
+                let secrets = config
+                    .env
+                    .values()
+                    .chain(config.headers.values())
+                    .map(|v| v.expose().to_string())
+                    .collect();
+                let (status, _) = watch::channel(ServerStatus {
+                    name: config.name.clone(),
+                    state: ServerState::Disabled,
+                    last_error: None,
+                    restarts: 0,
+                    pid: None,
+                    session: None,
+                    tools: 0,
+                });
+                Arc::new(Slot {
+                    config: RwLock::new(config.clone()),
+                    status,
+                    conn: RwLock::new(None),
+                    tools: RwLock::new(Vec::new()),
+                    log: Arc::new(StderrLog::new(log_dir, secrets)),
+                    stop: Mutex::new(CancellationToken::new()),
+                    task: Mutex::new(None),
+                })
+            })
+            .clone()
+    }
+
+    fn slot(&self, name: &str) -> Option<Arc<Slot>> {
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Waits until `name` is ready, failed or disabled, at most `limit`.
+    /// Returns its status then.
+    pub async fn wait_settled(&self, name: &str, limit: Duration) -> Option<ServerStatus> {
+        let slot = self.slot(name)?;
+        let mut rx = slot.status.subscribe();
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let state = rx.borrow_and_update().state;
+                if matches!(
+                    state,
+                    ServerState::Ready | ServerState::Failed | ServerState::Disabled
+                ) && !(state == ServerState::Disabled && slot.task_running())
+                {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+        let status = slot.status.borrow().clone();
+        Some(status)
+    }
+
+    /// Waits until `name` reaches `state`, at most `limit`; whether it did.
+    pub async fn wait_for_state(&self, name: &str, state: ServerState, limit: Duration) -> bool {
+        let Some(slot) = self.slot(name) else {
+            return false;
+        };
+        let mut rx = slot.status.subscribe();
+        tokio::time::timeout(limit, async {
+            loop {
+                if rx.borrow_and_update().state == state {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
+        .is_ok()
+    }
+
+    /// The status of every known server.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        let slots = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.values().map(|s| s.status.borrow().clone()).collect()
+    }
+
+    /// The status of one server.
+    pub fn status(&self, name: &str) -> Option<ServerStatus> {
+        self.slot(name).map(|s| s.status.borrow().clone())
+    }
+
+    /// Every registered tool of every server, callable or not, sorted by
+    /// name.
+    pub fn tools(&self) -> Vec<RegisteredTool> {
+        let slots: Vec<Arc<Slot>> = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let mut out: Vec<RegisteredTool> = slots
+            .iter()
+            .flat_map(|s| s.tools.read().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect();
+        out.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
+        out
+    }
+
+    /// The tail of a server's stderr (stdio servers), secrets redacted.
+    pub fn logs(&self, name: &str, max_bytes: usize) -> Option<String> {
+        self.slot(name).map(|s| s.log.tail(max_bytes))
+    }
+
+    /// Calls the tool registered as `name` (`server.tool`) with `arguments`
+    /// (a JSON object), with the tool's timeout; `cancel` interrupts it,
+    /// `progress` receives the server's progress notifications. A closed
+    /// session is reconnected once before the call.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: Option<CancellationToken>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallToolResult, CallError> {
+        let (server, _) = name.split_once('.').unwrap_or((name, ""));
+        let err = |tool: &str, kind| CallError {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            kind,
+        };
+        let Some(slot) = self.slot(server).filter(|_| valid_server_name(server)) else {
+            return Err(err(
+                name,
+                CallErrorKind::NotReady(format!("no MCP tool is registered as {name:?}")),
+            ));
+        };
+        let Some(reg) = slot
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|t| t.tool.name == name)
+            .cloned()
+        else {
+            return Err(err(
+                name,
+                CallErrorKind::NotReady(format!("no MCP tool is registered as {name:?}")),
+            ));
+        };
+        let tool = reg.tool;
+        if let Some(why) = reg.disabled_reason {
+            return Err(err(&tool.tool, CallErrorKind::NotReady(why)));
+        }
+        let Value::Object(args) = arguments else {
+            return Err(err(
+                &tool.tool,
+                CallErrorKind::Protocol("arguments must be a JSON object".into()),
+            ));
+        };
+        let mut conn = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if conn.as_ref().is_none_or(|c| c.is_closed()) {
+            // Reconnect once: wait for the supervisor's restart.
+            let limit = slot
+                .config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .timeouts
+                .connect();
+            let _ = self.wait_for_state(server, ServerState::Ready, limit).await;
+            conn = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
+        }
+        let Some(conn) = conn.filter(|c| !c.is_closed()) else {
+            let status = slot.status.borrow().clone();
+            let why = match status.last_error {
+                Some(e) => format!("{}: {e}", status.state),
+                None => status.state.to_string(),
+            };
+            return Err(err(&tool.tool, CallErrorKind::NotReady(why)));
+        };
+        let cancel = cancel.unwrap_or_default();
+        conn.call(&tool.tool, args, tool.timeout, &cancel, progress)
+            .await
+            .map_err(|kind| err(&tool.tool, kind))
+    }
+
+    /// Stops supervising `name`: ends its session, stops its process
+    /// group, and unregisters its tools. Its state becomes `disabled`.
+    pub async fn stop(&self, name: &str) {
+        let Some(slot) = self.slot(name) else { return };
+        slot.stop.lock().unwrap_or_else(|e| e.into_inner()).cancel();
+        let task = slot.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    /// Stops `name` and forgets it.
+    pub async fn remove(&self, name: &str) {
+        self.stop(name).await;
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+    }
+
+    /// Stops every server (stdin closed, `SIGTERM`, `SIGKILL`, reaped).
+    pub async fn shutdown(&self) {
+        let names: Vec<String> = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        futures::future::join_all(names.iter().map(|n| self.stop(n))).await;
+    }
+}
+
+impl Slot {
+    fn task_running(&self) -> bool {
+        self.task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
+    }
+
+    fn set(&self, f: impl FnOnce(&mut ServerStatus)) {
+        self.status.send_modify(f);
+    }
+}
+
+/// The server's folder in the data dir.
+pub fn server_dir(data_root: &std::path::Path, name: &str) -> PathBuf {
+    data_root.join("mcp").join(name)
+}
+
+fn jitter(d: Duration) -> Duration {
+    use rand::Rng;
+    let f: f64 = rand::rng().random_range(0.75..1.25);
+    d.mul_f64(f)
+}
+
+async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) {
+    let mut failures: VecDeque<Instant> = VecDeque::new();
+    let policy = inner.opts.restart.clone();
+    slot.set(|s| {
+        s.state = ServerState::Starting;
+        s.last_error = None;
+        s.restarts = 0;
+    });
+    loop {
+        let config = slot
+            .config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        slot.set(|s| s.state = ServerState::Starting);
+        let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
+        let ctx = ConnectContext {
+            policy: &inner.opts.policy,
+            work_dir: server_dir(&inner.opts.data_root, &config.name).join("work"),
+            log: slot.log.clone(),
+            signals: sig_tx,
+            http: &inner.http,
+        };
+        let opened = tokio::select! {
+            r = Connection::open(&config, ctx) => r,
+            _ = stop.cancelled() => Err(String::new()),
+        };
+        if stop.is_cancelled() {
+            if let Ok(conn) = opened {
+                conn.shutdown(inner.opts.stop_grace).await;
+            }
+            finish_disabled(&slot);
+            return;
+        }
+        let failure = match opened {
+            Err(e) => e,
+            Ok(conn) => {
+                let conn = Arc::new(conn);
+                match discover(&inner, &slot, &config, &conn).await {
+                    Err(e) => {
+                        conn.shutdown(inner.opts.stop_grace).await;
+                        e
+                    }
+                    Ok(()) => {
+                        *slot.conn.write().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+                        let tools = slot.tools.read().unwrap_or_else(|e| e.into_inner()).len();
+                        slot.set(|s| {
+                            s.state = ServerState::Ready;
+                            s.pid = conn.pid();
+                            s.session = Some(conn.info.clone());
+                            s.tools = tools;
+                        });
+                        let ended = loop {
+                            tokio::select! {
+                                _ = stop.cancelled() => break None,
+                                _ = conn.closed() => {
+                                    let status = conn.exit_status().await;
+                                    let mut why = conn.fault().unwrap_or_else(|| "the session ended".into());
+                                    if let Some(st) = status {
+                                        why.push_str(&format!("; the process {st}"));
+                                    }
+                                    if let Some(l) = slot.log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
+                                        why.push_str(&format!("; last stderr line: {l}"));
+                                    }
+                                    break Some(why);
+                                }
+                                Some(ServerSignal::ToolsChanged) = sig_rx.recv() => {
+                                    if let Err(e) = discover(&inner, &slot, &config, &conn).await {
+                                        tracing::warn!(server = %config.name, "re-discovery failed: {e}");
+                                    }
+                                    let tools = slot.tools.read().unwrap_or_else(|e| e.into_inner()).len();
+                                    slot.set(|s| s.tools = tools);
+                                }
+                            }
+                        };
+                        *slot.conn.write().unwrap_or_else(|e| e.into_inner()) = None;
+                        conn.shutdown(inner.opts.stop_grace).await;
+                        match ended {
+                            None => {
+                                finish_disabled(&slot);
+                                return;
+                            }
+                            Some(why) => why,
+                        }
+                    }
+                }
+            }
+        };
+        slot.log.note(&format!(
+            "--- skillhost: {} ---",
+            failure.lines().next().unwrap_or("")
+        ));
+        let now = Instant::now();
+        failures.push_back(now);
+        while failures
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > policy.window)
+        {
+            failures.pop_front();
+        }
+        if failures.len() as u32 > policy.max_restarts {
+            let msg = format!(
+                "{failure} (gave up after {} failures in {} s; enable the server again to retry)",
+                failures.len(),
+                policy.window.as_secs()
+            );
+            slot.set(|s| {
+                s.state = ServerState::Failed;
+                s.last_error = Some(msg);
+                s.pid = None;
+                s.session = None;
+            });
+            return;
+        }
+        let delay = jitter(policy.delay(failures.len() as u32));
+        slot.set(|s| {
+            s.state = ServerState::Degraded;
+            s.last_error = Some(failure.clone());
+            s.pid = None;
+            s.session = None;
+            s.restarts += 1;
+        });
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.cancelled() => {
+                finish_disabled(&slot);
+                return;
+            }
+        }
+    }
+}
+
+fn finish_disabled(slot: &Slot) {
+    slot.tools
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    slot.set(|s| {
+        s.state = ServerState::Disabled;
+        s.pid = None;
+        s.session = None;
+        s.tools = 0;
+    });
+}
+
+/// Lists and classifies the server's tools, applies the pins, and
+/// registers them in the slot.
+async fn discover(
+    inner: &Inner,
+    slot: &Slot,
+    config: &ServerConfig,
+    conn: &Connection,
+) -> Result<(), String> {
+    let raw = tokio::time::timeout(config.timeouts.connect(), conn.list_tools())
+        .await
+        .map_err(|_| "tools/list got no answer in time".to_string())??;
+    let (tools, warnings) = classify_tools(config, &raw);
+    for w in warnings {
+        tracing::warn!(server = %config.name, "{w}");
+    }
+    let pins = inner
+        .opts
+        .pins
+        .pins(&config.name)
+        .map_err(|e| format!("cannot read the pinned tool definitions: {e}"))?;
+    let mut out = Vec::new();
+    for tool in tools {
+        let disabled_reason = match pins.get(&tool.tool) {
+            Some(h) if *h == tool.definition_hash => None,
+            Some(old) => {
+                let _ = inner.opts.pins.tool_changed(
+                    &config.name,
+                    &tool.tool,
+                    old,
+                    &tool.definition_hash,
+                );
+                Some(format!(
+                    "the definition of {:?} changed since it was approved (pinned {}, now {}); approve it again with `skillhost mcp enable {}`",
+                    tool.tool,
+                    &old[..old.len().min(12)],
+                    &tool.definition_hash[..12],
+                    config.name
+                ))
+            }
+            None => {
+                if let Err(e) = inner
+                    .opts
+                    .pins
+                    .pin(&config.name, &tool.tool, &tool.definition_hash)
+                {
+                    tracing::warn!(server = %config.name, "cannot pin {}: {e}", tool.tool);
+                }
+                None
+            }
+        };
+        out.push(RegisteredTool {
+            tool,
+            disabled_reason,
+        });
+    }
+    *slot.tools.write().unwrap_or_else(|e| e.into_inner()) = out;
+    Ok(())
+}
+
+/// The steps of [`test_server`], with their timings.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestReport {
+    /// The server's config name.
+    pub server: String,
+    /// Each step: name, milliseconds, and an error if it failed.
+    pub steps: Vec<TestStep>,
+    /// The session, if the handshake succeeded.
+    pub session: Option<SessionInfo>,
+    /// The classified tools, if listing succeeded.
+    pub tools: Vec<McpTool>,
+    /// Whether every step succeeded.
+    pub ok: bool,
+    /// When the test ran.
+    #[serde(skip)]
+    pub at: Option<SystemTime>,
+}
+
+/// One step of a test.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestStep {
+    /// `connect`, `tools/list`, `disconnect`.
+    pub step: String,
+    /// How long it took.
+    pub ms: f64,
+    /// What went wrong.
+    pub error: Option<String>,
+}
+
+/// Connects to `config` (whether or not it is enabled), lists its tools with
+/// their classification, disconnects cleanly, and reports the timing of
+/// each step.
+///
+/// ```no_run
+/// # async fn f() {
+/// let s = skillhost_mcp::ServerConfig::stdio("notes", "python3", ["notes.py"]);
+/// let r = skillhost_mcp::test_server(&s, &Default::default(), "data".as_ref()).await;
+/// println!("{}", serde_json::to_string_pretty(&r).unwrap());
+/// # }
+/// ```
+pub async fn test_server(
+    config: &ServerConfig,
+    policy: &StdioPolicy,
+    data_root: &std::path::Path,
+) -> TestReport {
+    let mut report = TestReport {
+        server: config.name.clone(),
+        steps: Vec::new(),
+        session: None,
+        tools: Vec::new(),
+        ok: false,
+        at: Some(SystemTime::now()),
+    };
+    let dir = server_dir(data_root, &config.name);
+    let _ = std::fs::create_dir_all(&dir);
+    let log_dir = cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok();
+    let secrets = config
+        .env
+        .values()
+        .chain(config.headers.values())
+        .map(|v| v.expose().to_string())
+        .collect();
+    let http = reqwest::Client::new();
+    let (sig_tx, _sig_rx) = mpsc::unbounded_channel();
+    let ctx = ConnectContext {
+        policy,
+        work_dir: dir.join("work"),
+        log: Arc::new(StderrLog::new(log_dir, secrets)),
+        signals: sig_tx,
+        http: &http,
+    };
+    let t = Instant::now();
+    let conn = match Connection::open(config, ctx).await {
+        Ok(c) => c,
+        Err(e) => {
+            report.steps.push(step("connect", t, Some(e)));
+            return report;
+        }
+    };
+    report.steps.push(step("connect", t, None));
+    report.session = Some(conn.info.clone());
+    let t = Instant::now();
+    let listed = tokio::time::timeout(config.timeouts.connect(), conn.list_tools()).await;
+    let listed_ok = match listed {
+        Ok(Ok(raw)) => {
+            report.tools = classify_tools(config, &raw).0;
+            report.steps.push(step("tools/list", t, None));
+            true
+        }
+        Ok(Err(e)) => {
+            report.steps.push(step("tools/list", t, Some(e)));
+            false
+        }
+        Err(_) => {
+            report
+                .steps
+                .push(step("tools/list", t, Some("no answer in time".into())));
+            false
+        }
+    };
+    let t = Instant::now();
+    let stopped = conn.shutdown(Duration::from_secs(2)).await;
+    let how = stopped.map(|s| format!("{s:?}"));
+    report.steps.push(TestStep {
+        step: match how {
+            Some(h) => format!("disconnect ({})", h.to_lowercase()),
+            None => "disconnect".into(),
+        },
+        ms: t.elapsed().as_secs_f64() * 1000.0,
+        error: None,
+    });
+    report.ok = listed_ok;
+    report
+}
+
+fn step(name: &str, t: Instant, error: Option<String>) -> TestStep {
+    TestStep {
+        step: name.into(),
+        ms: t.elapsed().as_secs_f64() * 1000.0,
+        error,
+    }
+}

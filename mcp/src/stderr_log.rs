@@ -1,0 +1,230 @@
+//! A stdio server's stderr: drained continuously, kept in a bounded ring
+//! buffer in memory and in a size-capped log file in the server's folder.
+//!
+//! - Ring buffer: the last [`RING_BYTES`] bytes, for `mcp logs` and for the
+//!   "last error" of a failed server.
+//! - Log file `stderr.log`: at most [`LOG_FILE_BYTES`]; when full it becomes
+//!   `stderr.log.1` (the previous `.1` is dropped) and a new one starts.
+//! - Lines longer than [`MAX_LINE_BYTES`] are cut there.
+//! - The values of the server's configured secrets (env and header values
+//!   of 4 characters or more) are replaced by `***` in every line before it
+//!   is kept anywhere.
+//!
+//! The drain runs on its own thread with blocking reads, so a child that
+//! floods stderr is read as fast as it writes and never blocks on a full
+//! pipe, and the async runtime is never held up by the log file.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::fs::Dir;
+
+/// Bytes kept in memory.
+pub const RING_BYTES: usize = 64 * 1024;
+/// Size at which `stderr.log` is rotated.
+pub const LOG_FILE_BYTES: u64 = 1024 * 1024;
+/// Longest line kept.
+pub const MAX_LINE_BYTES: usize = 4096;
+/// The log file's name in the server's folder.
+pub const LOG_FILE: &str = "stderr.log";
+
+/// One server's stderr.
+#[derive(Debug)]
+pub struct StderrLog {
+    ring: Mutex<VecDeque<u8>>,
+    file: Mutex<LogFile>,
+    secrets: Vec<String>,
+    total: AtomicU64,
+}
+
+#[derive(Debug)]
+struct LogFile {
+    dir: Option<Dir>,
+    file: Option<cap_std::fs::File>,
+    size: u64,
+}
+
+impl StderrLog {
+    /// A log writing into `dir` (the server's folder; `None` keeps only the
+    /// ring buffer), redacting `secrets`.
+    pub fn new(dir: Option<Dir>, secrets: Vec<String>) -> StderrLog {
+        StderrLog {
+            ring: Mutex::new(VecDeque::with_capacity(RING_BYTES)),
+            file: Mutex::new(LogFile {
+                dir,
+                file: None,
+                size: 0,
+            }),
+            secrets: secrets.into_iter().filter(|s| s.len() >= 4).collect(),
+            total: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes read from the server's stderr so far, over all its runs.
+    pub fn total_bytes(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// Adds a line of the host's own (start and exit markers).
+    pub fn note(&self, line: &str) {
+        self.keep_line(line.as_bytes());
+    }
+
+    /// The tail of the ring buffer as text, control characters escaped
+    /// (tabs and newlines kept).
+    pub fn tail(&self, max_bytes: usize) -> String {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let skip = ring.len().saturating_sub(max_bytes);
+        let bytes: Vec<u8> = ring.iter().skip(skip).copied().collect();
+        escape(&String::from_utf8_lossy(&bytes))
+    }
+
+    /// The last non-empty line, escaped, at most 300 bytes.
+    pub fn last_line(&self) -> Option<String> {
+        let tail = self.tail(4096);
+        tail.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.chars().take(300).collect())
+    }
+
+    /// Reads `pipe` to its end on a new thread.
+    pub(crate) fn drain_from(self: std::sync::Arc<Self>, mut pipe: std::fs::File) {
+        let spawned = std::thread::Builder::new()
+            .name("mcp-stderr".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 16 * 1024];
+                let mut line: Vec<u8> = Vec::with_capacity(256);
+                loop {
+                    let n = match pipe.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(_) => break,
+                    };
+                    self.total.fetch_add(n as u64, Ordering::Relaxed);
+                    for &b in &buf[..n] {
+                        if b == b'\n' {
+                            self.keep_line(&line);
+                            line.clear();
+                        } else if line.len() < MAX_LINE_BYTES {
+                            line.push(b);
+                        }
+                    }
+                }
+                if !line.is_empty() {
+                    self.keep_line(&line);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the stderr drain thread: {e}");
+        }
+    }
+
+    fn keep_line(&self, raw: &[u8]) {
+        let mut text = String::from_utf8_lossy(raw).into_owned();
+        for s in &self.secrets {
+            if text.contains(s.as_str()) {
+                text = text.replace(s.as_str(), "***");
+            }
+        }
+        text.push('\n');
+        {
+            let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+            for &b in text.as_bytes() {
+                if ring.len() == RING_BYTES {
+                    ring.pop_front();
+                }
+                ring.push_back(b);
+            }
+        }
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        f.append(text.as_bytes());
+    }
+}
+
+impl LogFile {
+    fn append(&mut self, bytes: &[u8]) {
+        let Some(dir) = &self.dir else { return };
+        if self.file.is_none() || self.size + bytes.len() as u64 > LOG_FILE_BYTES {
+            if self.file.is_some() || self.size > 0 {
+                self.file = None;
+                let _ = dir.rename(LOG_FILE, dir, format!("{LOG_FILE}.1"));
+                self.size = 0;
+            }
+            let mut opts = cap_std::fs::OpenOptions::new();
+            opts.append(true).create(true);
+            match dir.open_with(LOG_FILE, &opts) {
+                Ok(file) => {
+                    self.size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                    self.file = Some(file);
+                }
+                Err(e) => {
+                    tracing::warn!("cannot open {LOG_FILE}: {e}");
+                    self.dir = None;
+                    return;
+                }
+            }
+            if self.size + bytes.len() as u64 > LOG_FILE_BYTES {
+                self.file = None;
+                let _ = dir.rename(LOG_FILE, dir, format!("{LOG_FILE}.1"));
+                self.size = 0;
+                return self.append(bytes);
+            }
+        }
+        if let Some(file) = &mut self.file
+            && file.write_all(bytes).is_ok()
+        {
+            self.size += bytes.len() as u64;
+        }
+    }
+}
+
+/// Escapes control characters other than tab and newline as `\u{..}`.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_is_bounded_and_secrets_are_redacted() {
+        let log = StderrLog::new(None, vec!["hunter22".into(), "ab".into()]);
+        log.note("token=hunter22 ab");
+        assert_eq!(log.last_line().unwrap(), "token=*** ab");
+        for i in 0..10_000 {
+            log.note(&format!("line {i} \u{1b}[31m"));
+        }
+        assert!(log.tail(usize::MAX).len() <= RING_BYTES * 6);
+        assert!(log.last_line().unwrap().starts_with("line 9999 \\u{1b}"));
+    }
+
+    #[test]
+    fn file_rotates_at_the_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let log = StderrLog::new(Some(dir), vec![]);
+        let line = "x".repeat(1000);
+        for _ in 0..2500 {
+            log.note(&line);
+        }
+        let a = std::fs::metadata(tmp.path().join(LOG_FILE)).unwrap().len();
+        let b = std::fs::metadata(tmp.path().join("stderr.log.1"))
+            .unwrap()
+            .len();
+        assert!(a <= LOG_FILE_BYTES && b <= LOG_FILE_BYTES, "{a} {b}");
+        assert!(a + b > LOG_FILE_BYTES);
+    }
+}
