@@ -11,6 +11,9 @@
 //!   skills/<name>/<version>/  managed installs
 //!   skills/.staging/        installs in progress (cleaned at start)
 //!   skills/.lock            serialises installs across processes
+//!   mcp_servers.json        MCP servers (see `skillhost_mcp::McpConfig`)
+//!   mcp/<server>/work/      a stdio server's working folder (HOME, TMPDIR)
+//!   mcp/<server>/stderr.log its stderr, capped at 1 MiB (+ stderr.log.1)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -35,6 +38,17 @@ pub struct Settings {
     /// SKILL.md). Their skills are untrusted unless trusted explicitly.
     #[serde(default)]
     pub skill_dirs: Vec<PathBuf>,
+    /// Let stdio MCP servers run any command, not only the launchers on the
+    /// allowlist (see `skillhost_mcp::DEFAULT_STDIO_ALLOWLIST`). Default
+    /// false; the environment variable
+    /// `SKILLHOST_MCP_ALLOW_ARBITRARY_STDIO=1` also turns it on. For
+    /// development machines you fully control only.
+    #[serde(default)]
+    pub mcp_allow_arbitrary_stdio: bool,
+    /// Extra stdio commands allowed, exactly as written in a server's
+    /// `command`.
+    #[serde(default)]
+    pub mcp_stdio_allowlist: Vec<String>,
 }
 
 /// An opened data dir.

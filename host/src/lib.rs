@@ -30,6 +30,7 @@ mod guest_build;
 mod installs;
 mod limits;
 mod manifest;
+mod mcp_state;
 mod sandbox;
 mod schema;
 mod skill;
@@ -64,5 +65,6 @@ pub use sandbox::{
 };
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
-pub use store::{DB_FILE, InstalledRecord, TrustedKey};
+pub use store::{DB_FILE, EventRecord, InstalledRecord, TrustedKey};
+pub use mcp_state::{SqlitePins, mcp_manager_options};
 pub use trust::{KeyError, PublicKey, SecretKey};

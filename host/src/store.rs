@@ -39,7 +39,41 @@ const MIGRATIONS: &[&str] = &[
         skill TEXT NOT NULL,
         PRIMARY KEY (key_id, skill)
      );",
+    // 2: MCP tool pins and host events.
+    "CREATE TABLE mcp_tool_pins (
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        pinned_at INTEGER NOT NULL,
+        PRIMARY KEY (server, tool)
+     );
+     CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        server TEXT,
+        tool TEXT,
+        detail TEXT NOT NULL
+     );
+     CREATE INDEX events_kind ON events (kind, server, tool);",
 ];
+
+/// One recorded host event.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EventRecord {
+    /// Sequence number.
+    pub id: i64,
+    /// Unix seconds.
+    pub at: i64,
+    /// `tool_changed`, …
+    pub kind: String,
+    /// The MCP server, if any.
+    pub server: Option<String>,
+    /// The tool, if any.
+    pub tool: Option<String>,
+    /// Details (JSON), never a secret.
+    pub detail: serde_json::Value,
+}
 
 /// One installed skill version as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -121,6 +155,76 @@ impl Store {
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         }
         tx.commit()
+    }
+
+    /// The pinned definition hashes of `server`'s tools.
+    pub fn mcp_pins(&self, server: &str) -> rusqlite::Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tool, hash FROM mcp_tool_pins WHERE server = ?1 ORDER BY tool")?;
+        stmt.query_map(params![server], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+    }
+
+    /// Pins `tool` of `server` at `hash` (replacing an older pin).
+    pub fn mcp_pin(&self, server: &str, tool: &str, hash: &str) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO mcp_tool_pins (server, tool, hash, pinned_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash, pinned_at = excluded.pinned_at",
+            params![server, tool, hash, now()],
+        )?;
+        Ok(())
+    }
+
+    /// Replaces every pin of `server` with `pins` in one transaction (the
+    /// operator's approval of its current tool definitions).
+    pub fn mcp_replace_pins(&mut self, server: &str, pins: &[(String, String)]) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM mcp_tool_pins WHERE server = ?1", params![server])?;
+        for (tool, hash) in pins {
+            tx.execute(
+                "INSERT INTO mcp_tool_pins (server, tool, hash, pinned_at) VALUES (?1, ?2, ?3, ?4)",
+                params![server, tool, hash, now()],
+            )?;
+        }
+        tx.commit()
+    }
+
+    /// Records an event.
+    pub fn record_event(
+        &self,
+        kind: &str,
+        server: Option<&str>,
+        tool: Option<&str>,
+        detail: &serde_json::Value,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT INTO events (at, kind, server, tool, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![now(), kind, server, tool, detail.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// Events of `kind` (all kinds when `None`), oldest first.
+    pub fn events(&self, kind: Option<&str>) -> rusqlite::Result<Vec<EventRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, at, kind, server, tool, detail FROM events
+             WHERE ?1 IS NULL OR kind = ?1 ORDER BY id",
+        )?;
+        stmt.query_map(params![kind], |r| {
+            let detail: String = r.get(5)?;
+            Ok(EventRecord {
+                id: r.get(0)?,
+                at: r.get(1)?,
+                kind: r.get(2)?,
+                server: r.get(3)?,
+                tool: r.get(4)?,
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+            })
+        })?
+        .collect()
     }
 
     /// Every installed version, sorted by name then version.

@@ -2,6 +2,7 @@
 
 mod author;
 mod demo;
+mod mcp;
 mod skills;
 
 use std::path::{Path, PathBuf};
@@ -40,8 +41,11 @@ enum Command {
     },
     /// Call one tool and print its result JSON on stdout.
     ///
-    /// Without --skill, TOOL is looked up among the effective, enabled,
-    /// trusted skills (built-in, local folders, installs).
+    /// Without --skill, a TOOL named `SERVER.NAME` where SERVER is a
+    /// configured MCP server is that server's tool (the server is started
+    /// for the call and stopped after); any other TOOL is looked up among
+    /// the effective, enabled, trusted skills (built-in, local folders,
+    /// installs).
     /// Any failure exits 1 with one line on stderr naming the limit or error.
     Call(CallArgs),
     /// Build the example plugins, call each tool, and show each hostile
@@ -110,6 +114,9 @@ enum Command {
     /// List and manage skills from every source.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// Configure, test and inspect MCP servers (data/mcp_servers.json).
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 #[derive(Debug, Args)]
@@ -234,6 +241,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Uninstall { spec } => skills::uninstall(&cli.data_dir, &spec),
         Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd),
         Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd),
+        Command::Mcp(cmd) => mcp::run(&cli.data_dir, cmd).await,
     }
 }
 
@@ -245,6 +253,16 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<()> {
         memory_bytes: args.memory_mb.map(|mb| mb.saturating_mul(1 << 20)),
         timeout_ms: args.timeout_ms,
     };
+    if args.skill.is_none()
+        && let Some((prefix, _)) = args.tool.split_once('.')
+    {
+        let data = crate::data_dir::DataDir::open(data_dir)?;
+        let config = skillhost_mcp::McpConfig::load(&data.dir)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))?;
+        if let Some(server) = config.server(prefix) {
+            return mcp::call(data_dir, server, &args.tool, arguments).await;
+        }
+    }
     let sandbox = open_sandbox(data_dir)?;
     let skill = match &args.skill {
         Some(dir) => Skill::load_dir(&sandbox, dir)?,
