@@ -257,6 +257,20 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
         println!("  skipped: needs the guest SDK sources next to this binary");
     }
 
+    println!("\n6. An MCP server (server-everything) imported, tested, enabled, discovered and called next to a WASM skill");
+    let scratch = std::env::temp_dir().join(format!("skillhost-demo-mcp-{}", std::process::id()));
+    let text_tools = skills
+        .iter()
+        .find(|s| s.manifest().tool("text.word_count").is_some());
+    match super::demo_mcp::run(&scratch, text_tools).await {
+        Ok(result) => {
+            ok += 1;
+            println!("  → {result}");
+        }
+        Err(e) => failures.push(format!("MCP: {e:#}")),
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+
     println!(
         "\nSummary: {ok} tool calls succeeded, {stopped} hostile calls stopped, {refused} components refused, {} failures; {:.1} s",
         failures.len(),

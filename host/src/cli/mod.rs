@@ -2,6 +2,7 @@
 
 mod author;
 mod demo;
+mod demo_mcp;
 mod mcp;
 mod skills;
 
