@@ -5,7 +5,10 @@
 //! per-request `_meta`); a server that answers like a legacy server (or not
 //! at all within 10 s) gets the legacy `initialize` handshake proposing
 //! 2025-11-25 (servers may answer with an older revision such as
-//! 2025-06-18). Legacy SSE servers get `initialize` directly. The era each
+//! 2025-06-18). Over streamable HTTP, a server that answers
+//! `server/discover` with a result that is not a discover result (a legacy
+//! server answering unknown methods with `{}`) gets `initialize` on a fresh
+//! transport. Legacy SSE servers get `initialize` directly. The era each
 //! server speaks is recorded in [`SessionInfo`].
 
 use std::collections::HashMap;
@@ -31,7 +34,7 @@ use crate::config::{ServerConfig, TransportKind};
 use crate::policy::StdioPolicy;
 use crate::process::{ServerProcess, SpawnSpec, StopStep};
 use crate::stderr_log::StderrLog;
-use crate::stdio::{Fault, MAX_MESSAGE_BYTES, StdioTransport};
+use crate::stdio::{Delivered, Fault, MAX_MESSAGE_BYTES, StdioTransport};
 
 /// Which handshake a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -93,10 +96,14 @@ struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // The version an `initialize` proposes (legacy SSE, and the HTTP
+        // fallback): the newest revision that has that handshake. The
+        // modern probe names its own versions ([`lifecycle_auto`]).
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("skillhost", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -151,6 +158,10 @@ pub enum CallErrorKind {
     /// The server is not connected.
     #[error("the server is not ready ({0})")]
     NotReady(String),
+    /// The session broke before the request was written to the server, so
+    /// it never ran; the manager retries such a call once on a new session.
+    #[error("the server disconnected before the call was sent: {0}")]
+    NotDelivered(String),
     /// The server's answer did not make sense.
     #[error("unexpected answer: {0}")]
     Protocol(String),
@@ -225,6 +236,8 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     process: tokio::sync::Mutex<Option<ServerProcess>>,
     fault: Fault,
+    /// stdio only: which requests were written to the child.
+    delivered: Option<Delivered>,
     progress: ProgressSinks,
     pub info: SessionInfo,
     pid: Option<i32>,
@@ -236,6 +249,17 @@ fn lifecycle_auto() -> ClientLifecycleMode {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
+}
+
+/// Whether the `server/discover` probe got a successful answer that is not
+/// a discover result (e.g. `{}`). A modern server must answer it with its
+/// supported versions, so this is a legacy server that answers methods it
+/// does not know with a result instead of an error.
+fn discover_answered_by_legacy(e: &rmcp::service::ClientInitializeError) -> bool {
+    matches!(
+        e,
+        rmcp::service::ClientInitializeError::ExpectedInitResult(_)
+    )
 }
 
 impl Connection {
@@ -254,6 +278,8 @@ impl Connection {
             progress: progress.clone(),
         };
         let fault: Fault = Arc::default();
+        let delivered: Option<Delivered> =
+            (config.transport == TransportKind::Stdio).then(Arc::default);
         let timeout = config.timeouts.connect();
         let (service, process) = match config.transport {
             TransportKind::Stdio => {
@@ -278,7 +304,13 @@ impl Connection {
                     process.pid()
                 ));
                 let transport =
-                    StdioTransport::new(stdin, stdout, fault.clone(), MAX_MESSAGE_BYTES);
+                    StdioTransport::new(
+                    stdin,
+                    stdout,
+                    fault.clone(),
+                    delivered.clone().unwrap_or_default(),
+                    MAX_MESSAGE_BYTES,
+                );
                 let handshake = tokio::time::timeout(
                     timeout,
                     serve_client_with_lifecycle(handler, transport, lifecycle_auto()),
@@ -316,19 +348,42 @@ impl Connection {
                     headers.insert(name, value);
                 }
                 cfg.custom_headers = headers;
-                let transport = StreamableHttpClientTransport::with_client(ctx.http.clone(), cfg);
-                let service = tokio::time::timeout(
-                    timeout,
-                    serve_client_with_lifecycle(handler, transport, lifecycle_auto()),
+                let deadline = tokio::time::Instant::now() + timeout;
+                let transport =
+                    StreamableHttpClientTransport::with_client(ctx.http.clone(), cfg.clone());
+                let mut outcome = tokio::time::timeout_at(
+                    deadline,
+                    serve_client_with_lifecycle(handler.clone(), transport, lifecycle_auto()),
                 )
-                .await
-                .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))?
-                .map_err(|e| {
-                    format!(
-                        "handshake with {url} failed: {}",
-                        redact_error(&e.to_string(), config)
+                .await;
+                let mut probe = None;
+                if let Ok(Err(e)) = &outcome
+                    && discover_answered_by_legacy(e)
+                {
+                    // The probe is spent with its transport; the legacy
+                    // server gets `initialize` on a fresh one.
+                    probe = Some(format!("{e}; then `initialize` on a new connection: "));
+                    let transport =
+                        StreamableHttpClientTransport::with_client(ctx.http.clone(), cfg);
+                    outcome = tokio::time::timeout_at(
+                        deadline,
+                        serve_client_with_lifecycle(
+                            handler,
+                            transport,
+                            ClientLifecycleMode::Initialize,
+                        ),
                     )
-                })?;
+                    .await;
+                }
+                let service = outcome
+                    .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))?
+                    .map_err(|e| {
+                        let why = format!("{}{e}", probe.unwrap_or_default());
+                        format!(
+                            "handshake with {url} failed: {}",
+                            redact_error(&why, config)
+                        )
+                    })?;
                 (service, None)
             }
             TransportKind::Sse => {
@@ -422,6 +477,7 @@ impl Connection {
             service,
             process: tokio::sync::Mutex::new(process),
             fault,
+            delivered,
             progress,
             info,
             pid,
@@ -434,9 +490,11 @@ impl Connection {
         self.pid
     }
 
-    /// Whether the session has ended.
+    /// Whether the session has ended: closed by the host, or its transport
+    /// ended (rmcp does not cancel the service's token when the transport
+    /// reaches end-of-file, so that alone would miss a crashed server).
     pub fn is_closed(&self) -> bool {
-        self.service.is_closed()
+        self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// Why the transport ended, if it did.
@@ -446,7 +504,7 @@ impl Connection {
 
     /// Resolves when the session has ended.
     pub async fn closed(&self) {
-        while !self.service.is_closed() {
+        while !self.is_closed() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -484,7 +542,7 @@ impl Connection {
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| {
-                CallErrorKind::Disconnected(self.fault().unwrap_or_else(|| e.to_string()))
+                CallErrorKind::NotDelivered(self.fault().unwrap_or_else(|| e.to_string()))
             })?;
         let token = handle.progress_token.clone();
         if let Some(p) = progress {
@@ -498,11 +556,18 @@ impl Connection {
             _ = tokio::time::sleep(timeout) => None,
             _ = cancel.cancelled() => {
                 self.forget(&token);
+                self.undeliver(&handle.id);
                 let _ = handle.cancel(Some("cancelled by the caller".into())).await;
                 return Err(CallErrorKind::Cancelled);
             }
         };
         self.forget(&token);
+        if !matches!(
+            outcome,
+            Some(Err(_)) | Some(Ok(Err(rmcp::ServiceError::TransportClosed)))
+        ) {
+            self.undeliver(&handle.id);
+        }
         let answer = match outcome {
             None => {
                 let _ = handle
@@ -510,11 +575,7 @@ impl Connection {
                     .await;
                 return Err(CallErrorKind::Timeout(timeout));
             }
-            Some(Err(_)) => {
-                return Err(CallErrorKind::Disconnected(
-                    self.fault().unwrap_or_else(|| "the session ended".into()),
-                ));
-            }
+            Some(Err(_)) => return Err(self.disconnected(&handle.id)),
             Some(Ok(answer)) => answer,
         };
         match answer {
@@ -538,10 +599,28 @@ impl Connection {
                 code: e.code.0,
                 message: e.message.to_string(),
             }),
-            Err(rmcp::ServiceError::TransportClosed) => Err(CallErrorKind::Disconnected(
-                self.fault().unwrap_or_else(|| "the session ended".into()),
-            )),
+            Err(rmcp::ServiceError::TransportClosed) => Err(self.disconnected(&handle.id)),
             Err(e) => Err(CallErrorKind::Protocol(e.to_string())),
+        }
+    }
+
+    fn undeliver(&self, id: &rmcp::model::RequestId) {
+        if let Some(d) = &self.delivered {
+            d.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id.to_string());
+        }
+    }
+
+    /// The error for a call whose session ended: `NotDelivered` when the
+    /// request was never written to a stdio server, else `Disconnected`.
+    fn disconnected(&self, id: &rmcp::model::RequestId) -> CallErrorKind {
+        let why = self.fault().unwrap_or_else(|| "the session ended".into());
+        match &self.delivered {
+            Some(d) if !d.lock().unwrap_or_else(|e| e.into_inner()).remove(&id.to_string()) => {
+                CallErrorKind::NotDelivered(why)
+            }
+            _ => CallErrorKind::Disconnected(why),
         }
     }
 

@@ -566,6 +566,24 @@ impl McpConfig {
         }
     }
 
+    /// Reads the file; when it is malformed, returns `last_good` and the
+    /// error (to report), so a running host keeps its last good
+    /// configuration.
+    ///
+    /// ```no_run
+    /// let dir = cap_std::fs::Dir::open_ambient_dir("data", cap_std::ambient_authority())?;
+    /// let good = skillhost_mcp::McpConfig::default();
+    /// let (config, problem) = skillhost_mcp::McpConfig::load_or_keep(&dir, &good);
+    /// if let Some(e) = problem { eprintln!("kept the last good configuration: {e}"); }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load_or_keep(dir: &Dir, last_good: &McpConfig) -> (McpConfig, Option<ConfigError>) {
+        match McpConfig::load(dir) {
+            Ok(c) => (c, None),
+            Err(e) => (last_good.clone(), Some(e)),
+        }
+    }
+
     /// Validates and writes the file atomically: a temporary file in the
     /// same folder, fsync, rename over the old one, fsync of the folder.
     /// The file is created with mode 0600: it holds secrets.

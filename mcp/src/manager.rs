@@ -499,19 +499,19 @@ impl McpManager {
                 CallErrorKind::Protocol("arguments must be a JSON object".into()),
             ));
         };
-        let mut conn = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
-        if conn.as_ref().is_none_or(|c| c.is_closed()) {
-            // Reconnect once: wait for the supervisor's restart.
-            let limit = slot
-                .config
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .timeouts
-                .connect();
-            let _ = self.wait_for_state(server, ServerState::Ready, limit).await;
-            conn = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
-        }
-        let Some(conn) = conn.filter(|c| !c.is_closed()) else {
+        let limit = slot
+            .config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .timeouts
+            .connect();
+        let current = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let conn = match current {
+            Some(c) if !c.is_closed() => Some(c),
+            // Broken or not yet up: wait for the supervisor's next session.
+            stale => next_session(&slot, stale.as_ref(), limit).await,
+        };
+        let Some(conn) = conn else {
             let status = slot.status.borrow().clone();
             let why = match status.last_error {
                 Some(e) => format!("{}: {e}", status.state),
@@ -520,9 +520,28 @@ impl McpManager {
             return Err(err(&tool.tool, CallErrorKind::NotReady(why)));
         };
         let cancel = cancel.unwrap_or_default();
-        conn.call(&tool.tool, args, tool.timeout, &cancel, progress)
+        match conn
+            .call(&tool.tool, args.clone(), tool.timeout, &cancel, progress.clone())
             .await
-            .map_err(|kind| err(&tool.tool, kind))
+        {
+            // The request never reached the server: wait for the
+            // supervisor's new session and send it once more.
+            Err(CallErrorKind::NotDelivered(why)) => {
+                let fresh = next_session(&slot, Some(&conn), limit).await;
+                let Some(fresh) = fresh else {
+                    return Err(err(&tool.tool, CallErrorKind::Disconnected(why)));
+                };
+                fresh
+                    .call(&tool.tool, args, tool.timeout, &cancel, progress)
+                    .await
+                    .map_err(|kind| match kind {
+                        CallErrorKind::NotDelivered(w) => CallErrorKind::Disconnected(w),
+                        k => k,
+                    })
+                    .map_err(|kind| err(&tool.tool, kind))
+            }
+            r => r.map_err(|kind| err(&tool.tool, kind)),
+        }
     }
 
     /// Stops supervising `name`: ends its session, stops its process
@@ -533,6 +552,50 @@ impl McpManager {
         let task = slot.task.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(task) = task {
             let _ = task.await;
+        }
+        // A server that gave up (failed) has no supervisor left to do this.
+        if slot.status.borrow().state == ServerState::Failed {
+            finish_disabled(&slot);
+        }
+    }
+
+    /// Brings the supervised servers in line with `config`: servers no
+    /// longer configured are stopped and forgotten; disabled ones are
+    /// stopped; enabled ones whose configuration changed (or that are not
+    /// running) are (re)started; unchanged running ones are left alone.
+    /// Use with [`McpConfig::load_or_keep`] so a malformed file keeps the
+    /// last good configuration.
+    pub async fn apply_config(&self, config: &McpConfig) {
+        let known: Vec<String> = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for name in known {
+            if config.server(&name).is_none() {
+                self.remove(&name).await;
+            }
+        }
+        for s in &config.servers {
+            let current = self.slot(&s.name);
+            let same = current
+                .as_ref()
+                .is_some_and(|slot| *slot.config.read().unwrap_or_else(|e| e.into_inner()) == *s);
+            let running = current.as_ref().is_some_and(|slot| slot.task_running());
+            if !s.enabled {
+                if running {
+                    self.stop(&s.name).await;
+                }
+                self.register_disabled(s.clone());
+            } else if !(same && running) {
+                if running {
+                    self.stop(&s.name).await;
+                }
+                self.start(s.clone());
+            }
         }
     }
 
@@ -715,6 +778,33 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
             }
         }
     }
+}
+
+/// Waits (at most `limit`) for a live session other than `stale`; `None`
+/// when the server fails, is disabled, or the time runs out.
+async fn next_session(
+    slot: &Slot,
+    stale: Option<&Arc<Connection>>,
+    limit: Duration,
+) -> Option<Arc<Connection>> {
+    tokio::time::timeout(limit, async {
+        loop {
+            let c = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(c) = c.filter(|c| !c.is_closed() && stale.is_none_or(|s| !Arc::ptr_eq(c, s)))
+            {
+                return Some(c);
+            }
+            let state = slot.status.borrow().state;
+            if matches!(state, ServerState::Failed | ServerState::Disabled) && !slot.task_running()
+            {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 fn finish_disabled(slot: &Slot) {

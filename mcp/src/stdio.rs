@@ -22,6 +22,11 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Why a transport ended, kept for the server's status.
 pub(crate) type Fault = Arc<Mutex<Option<String>>>;
 
+/// Ids of requests written to the child's stdin (they may have been
+/// read). A request that failed without being written was never delivered
+/// and may be retried on a new session.
+pub(crate) type Delivered = Arc<Mutex<std::collections::HashSet<String>>>;
+
 pub(crate) fn set_fault(fault: &Fault, msg: String) {
     let mut f = fault.lock().unwrap_or_else(|e| e.into_inner());
     if f.is_none() {
@@ -36,11 +41,17 @@ pub(crate) struct StdioTransport {
 }
 
 impl StdioTransport {
-    pub fn new(stdin: ChildStdin, stdout: ChildStdout, fault: Fault, max: usize) -> StdioTransport {
+    pub fn new(
+        stdin: ChildStdin,
+        stdout: ChildStdout,
+        fault: Fault,
+        delivered: Delivered,
+        max: usize,
+    ) -> StdioTransport {
         let (in_tx, in_rx) = mpsc::channel(256);
         let (out_tx, out_rx) = mpsc::channel(256);
         tokio::spawn(read_lines(stdout, in_tx, fault.clone(), max));
-        tokio::spawn(write_lines(stdin, out_rx, fault));
+        tokio::spawn(write_lines(stdin, out_rx, fault, delivered));
         StdioTransport {
             rx: in_rx,
             tx: Some(out_tx),
@@ -132,6 +143,7 @@ async fn write_lines(
     mut stdin: ChildStdin,
     mut rx: mpsc::Receiver<TxJsonRpcMessage<RoleClient>>,
     fault: Fault,
+    delivered: Delivered,
 ) {
     while let Some(msg) = rx.recv().await {
         let mut bytes = match serde_json::to_vec(&msg) {
@@ -149,6 +161,12 @@ async fn write_lines(
         if let Err(e) = stdin.flush().await {
             set_fault(&fault, format!("writing to the server's stdin failed: {e}"));
             return;
+        }
+        if let rmcp::model::JsonRpcMessage::Request(r) = &msg {
+            delivered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(r.id.to_string());
         }
     }
     // Every sender is gone: closing stdin is the first step of a stop.
