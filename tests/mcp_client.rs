@@ -100,14 +100,20 @@ async fn python_sdk_over_stdio_discovery_classification_and_calls() {
         .call("py.fail", json!({"message": "boom-42"}), None, None)
         .await
         .unwrap_err();
-    assert!(matches!(&e.kind, CallErrorKind::ToolError(t) if t.contains("boom-42")), "{e}");
+    assert!(
+        matches!(&e.kind, CallErrorKind::ToolError(t) if t.contains("boom-42")),
+        "{e}"
+    );
     assert!(e.to_string().contains("\"py\"") && e.to_string().contains("\"fail\""));
     let e = m
         .call("py.lookup", json!({"wrong": 1}), None, None)
         .await
         .unwrap_err();
     assert!(
-        matches!(e.kind, CallErrorKind::ToolError(_) | CallErrorKind::JsonRpc { .. }),
+        matches!(
+            e.kind,
+            CallErrorKind::ToolError(_) | CallErrorKind::JsonRpc { .. }
+        ),
         "{e}"
     );
 
@@ -168,7 +174,10 @@ async fn timeout_sends_cancelled_and_answers_the_seed_shape() {
     }
     assert_eq!(seen.trim(), "cancelled");
     // The session is still usable.
-    let r = m.call("py.lookup", json!({"key": "x"}), None, None).await.unwrap();
+    let r = m
+        .call("py.lookup", json!({"key": "x"}), None, None)
+        .await
+        .unwrap();
     assert_eq!(text_of(&r), "value-of-x");
     m.shutdown().await;
 }
@@ -176,7 +185,11 @@ async fn timeout_sends_cancelled_and_answers_the_seed_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caller_cancellation_and_progress_reach_the_server() {
     let env = env();
-    let (m, _) = manager_with(&env, vec![stdio_server("py", peers::py_server_cmd("stdio", None))]).await;
+    let (m, _) = manager_with(
+        &env,
+        vec![stdio_server("py", peers::py_server_cmd("stdio", None))],
+    )
+    .await;
     let marker = env._tmp.path().join("cancelled.txt");
     let cancel = tokio_util::sync::CancellationToken::new();
     let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
@@ -217,7 +230,11 @@ async fn caller_cancellation_and_progress_reach_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_changed_triggers_rediscovery() {
     let env = env();
-    let (m, _) = manager_with(&env, vec![stdio_server("py", peers::py_server_cmd("stdio", None))]).await;
+    let (m, _) = manager_with(
+        &env,
+        vec![stdio_server("py", peers::py_server_cmd("stdio", None))],
+    )
+    .await;
     assert!(!m.tools().iter().any(|t| t.tool.name == "py.fresh"));
     m.call("py.add_tool", json!({"name": "fresh"}), None, None)
         .await
@@ -251,7 +268,13 @@ async fn changed_definitions_are_disabled_until_approved() {
         .into_iter()
         .find(|t| t.tool.name == "py.lookup")
         .unwrap();
-    assert!(lookup.disabled_reason.as_deref().unwrap().contains("changed"));
+    assert!(
+        lookup
+            .disabled_reason
+            .as_deref()
+            .unwrap()
+            .contains("changed")
+    );
     let e = m
         .call("py.lookup", json!({"key": "a"}), None, None)
         .await
@@ -259,7 +282,10 @@ async fn changed_definitions_are_disabled_until_approved() {
     assert!(e.to_string().contains("approve it again"), "{e}");
     let changes = pins.changes.lock().unwrap().clone();
     assert_eq!(changes.len(), 1);
-    assert_eq!((changes[0].0.as_str(), changes[0].1.as_str()), ("py", "lookup"));
+    assert_eq!(
+        (changes[0].0.as_str(), changes[0].1.as_str()),
+        ("py", "lookup")
+    );
     // Other tools were pinned on first sight and stay callable.
     assert!(pins.pins("py").unwrap().contains_key("write_note"));
     m.call("py.write_note", json!({"text": "x"}), None, None)
@@ -302,7 +328,11 @@ async fn python_sdk_over_streamable_http_and_sse() {
     );
     h.headers
         .insert("Authorization".into(), Secret::new("Bearer secret-hdr-1"));
-    let s = ServerConfig::http("pysse", TransportKind::Sse, &format!("http://127.0.0.1:{sport}/sse"));
+    let s = ServerConfig::http(
+        "pysse",
+        TransportKind::Sse,
+        &format!("http://127.0.0.1:{sport}/sse"),
+    );
     let (m, _) = manager_with(&env, vec![h, s]).await;
     for name in ["pyhttp", "pysse"] {
         let st = m.status(name).unwrap();

@@ -52,7 +52,10 @@ async fn expired_http_session_is_reinitialised_once() {
     })
     .await;
     assert_eq!(m.status("web").unwrap().state, ServerState::Ready);
-    let r = m.call("web.lookup", json!({"key": "1"}), None, None).await.unwrap();
+    let r = m
+        .call("web.lookup", json!({"key": "1"}), None, None)
+        .await
+        .unwrap();
     assert_eq!(text_of(&r), "value-of-1");
 
     drop(server);
@@ -115,7 +118,11 @@ async fn config_changes_apply_and_a_broken_file_keeps_the_last_good_one() {
     let pid_b = m.status("b").unwrap().pid.unwrap();
 
     // Break the file: the last good configuration stays, nothing restarts.
-    std::fs::write(tmp.path().join(CONFIG_FILE), "{\"servers\": [\n  {\"name\": ").unwrap();
+    std::fs::write(
+        tmp.path().join(CONFIG_FILE),
+        "{\"servers\": [\n  {\"name\": ",
+    )
+    .unwrap();
     let (config, problem) = McpConfig::load_or_keep(&dir, &config);
     let problem = problem.expect("the broken file is reported");
     assert!(problem.to_string().contains("line 2"), "{problem}");
@@ -130,14 +137,24 @@ async fn config_changes_apply_and_a_broken_file_keeps_the_last_good_one() {
     m.apply_config(&next).await;
     assert_eq!(m.status("b").unwrap().state, ServerState::Disabled);
     assert!(peers::wait_group_gone(pid_b, Duration::from_secs(5)).is_empty());
-    assert!(m.wait_for_state("a", ServerState::Ready, Duration::from_secs(30)).await);
+    assert!(
+        m.wait_for_state("a", ServerState::Ready, Duration::from_secs(30))
+            .await
+    );
     assert_ne!(m.status("a").unwrap().pid, Some(pid_a));
     assert!(!m.tools().iter().any(|t| t.tool.server == "b"));
-    let lookup = m.tools().into_iter().find(|t| t.tool.name == "a.lookup").unwrap();
+    let lookup = m
+        .tools()
+        .into_iter()
+        .find(|t| t.tool.name == "a.lookup")
+        .unwrap();
     assert_eq!(lookup.tool.timeout, Duration::from_secs(5));
 
     // Remove a.
-    m.apply_config(&McpConfig { servers: vec![next.servers[1].clone()] }).await;
+    m.apply_config(&McpConfig {
+        servers: vec![next.servers[1].clone()],
+    })
+    .await;
     assert!(m.status("a").is_none());
     m.shutdown().await;
 }
@@ -171,7 +188,12 @@ async fn server_everything_over_streamable_http() {
     let st = m.status("everything").unwrap();
     assert_eq!(st.state, ServerState::Ready, "{st:?}");
     let r = m
-        .call("everything.echo", json!({"message": "over http"}), None, None)
+        .call(
+            "everything.echo",
+            json!({"message": "over http"}),
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert!(text_of(&r).contains("over http"));
@@ -180,7 +202,11 @@ async fn server_everything_over_streamable_http() {
     let tools = m.tools();
     assert!(tools.iter().any(|t| !t.tool.mutates_data));
     for t in &tools {
-        let hint = t.tool.annotations.get("readOnlyHint").and_then(|v| v.as_bool());
+        let hint = t
+            .tool
+            .annotations
+            .get("readOnlyHint")
+            .and_then(|v| v.as_bool());
         assert_eq!(t.tool.mutates_data, hint != Some(true), "{}", t.tool.name);
         assert_eq!(t.tool.requires_confirmation, t.tool.mutates_data);
     }

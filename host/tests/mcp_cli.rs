@@ -63,7 +63,15 @@ fn import_test_tools_enable_call() {
     let o = skillhost(&data, &["mcp", "import", file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let listed = json_out(&skillhost(&data, &["mcp", "list", "--json"]));
-    let by = |n: &str| listed.as_array().unwrap().iter().find(|s| s["name"] == n).unwrap().clone();
+    let by = |n: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == n)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(by("py")["transport"], "stdio");
     assert_eq!(by("py")["enabled"], false);
     assert_eq!(by("py")["env"]["PEER_TOKEN"], "***");
@@ -77,7 +85,10 @@ fn import_test_tools_enable_call() {
     assert!(!listed.to_string().contains(token));
     // The file holding the secrets is private.
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(data.join("mcp_servers.json")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(data.join("mcp_servers.json"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 
     // A second import of the same names is refused, nothing changes.
@@ -85,7 +96,10 @@ fn import_test_tools_enable_call() {
     let o = skillhost(&data, &["mcp", "import", file.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("already configured"), "{}", stderr(&o));
-    assert_eq!(std::fs::read(data.join("mcp_servers.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(data.join("mcp_servers.json")).unwrap(),
+        before
+    );
 
     // test: steps with timings, tools with classification.
     let report = json_out(&skillhost(&data, &["mcp", "test", "py", "--json"]));
@@ -107,7 +121,15 @@ fn import_test_tools_enable_call() {
 
     // tools --json: one object per tool with the registered name and class.
     let tools = json_out(&skillhost(&data, &["mcp", "tools", "py", "--json"]));
-    let tool = |n: &str| tools.as_array().unwrap().iter().find(|t| t["name"] == n).unwrap().clone();
+    let tool = |n: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
     let lookup = tool("py.lookup");
     assert_eq!(lookup["server"], "py");
     assert_eq!(lookup["mutates_data"], false);
@@ -127,16 +149,31 @@ fn import_test_tools_enable_call() {
     let o = skillhost(&data, &["mcp", "enable", "py"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let tools = json_out(&skillhost(&data, &["mcp", "tools", "py", "--json"]));
-    assert!(tools.as_array().unwrap().iter().all(|t| t["status"] == "approved"));
-    let out = json_out(&skillhost(&data, &["call", "py.lookup", "--args", r#"{"key": "a"}"#]));
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["status"] == "approved")
+    );
+    let out = json_out(&skillhost(
+        &data,
+        &["call", "py.lookup", "--args", r#"{"key": "a"}"#],
+    ));
     assert_eq!(out["content"][0]["text"], "value-of-a");
     assert_eq!(out["structuredContent"]["result"], "value-of-a");
 
     // A tool error names the server and the tool.
-    let o = skillhost(&data, &["call", "py.fail", "--args", r#"{"message": "nope"}"#]);
+    let o = skillhost(
+        &data,
+        &["call", "py.fail", "--args", r#"{"message": "nope"}"#],
+    );
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("\"py\"") && e.contains("\"fail\"") && e.contains("nope"), "{e}");
+    assert!(
+        e.contains("\"py\"") && e.contains("\"fail\"") && e.contains("nope"),
+        "{e}"
+    );
 
     // The server's stderr log exists and holds no secret.
     let logs = skillhost(&data, &["mcp", "logs", "py"]);
@@ -146,7 +183,11 @@ fn import_test_tools_enable_call() {
 
     // disable / remove.
     assert!(skillhost(&data, &["mcp", "disable", "py"]).status.success());
-    assert!(skillhost(&data, &["mcp", "remove", "legacy"]).status.success());
+    assert!(
+        skillhost(&data, &["mcp", "remove", "legacy"])
+            .status
+            .success()
+    );
     let listed = json_out(&skillhost(&data, &["mcp", "list", "--json"]));
     assert_eq!(listed.as_array().unwrap().len(), 2);
 }
@@ -191,16 +232,38 @@ fn malformed_config_and_policy_errors_are_precise() {
     .unwrap();
     let o = skillhost(&data, &["mcp", "test", "sh"]);
     assert!(!o.status.success());
-    assert!(stdout(&o).contains("not on the allowlist"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("not on the allowlist"),
+        "{}",
+        stdout(&o)
+    );
 
     // add validates before writing.
     let o = skillhost(&data, &["mcp", "add", "bad name", "--", "node", "x.js"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("not a valid server name"), "{}", stderr(&o));
-    let o = skillhost(&data, &["mcp", "add", "web", "--url", "http://127.0.0.1:9/mcp", "--header", "Authorization: Bearer zz-secret-1"]);
+    assert!(
+        stderr(&o).contains("not a valid server name"),
+        "{}",
+        stderr(&o)
+    );
+    let o = skillhost(
+        &data,
+        &[
+            "mcp",
+            "add",
+            "web",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--header",
+            "Authorization: Bearer zz-secret-1",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let listed = stdout(&skillhost(&data, &["mcp", "list"]));
-    assert!(listed.contains("Authorization: ***") && !listed.contains("zz-secret-1"), "{listed}");
+    assert!(
+        listed.contains("Authorization: ***") && !listed.contains("zz-secret-1"),
+        "{listed}"
+    );
 }
 
 /// A SIGKILL of the host mid-call leaves no process of the server behind:
@@ -216,7 +279,14 @@ fn sigkill_of_the_host_leaves_no_server_process() {
     }]});
     std::fs::write(data.join("mcp_servers.json"), cfg.to_string()).unwrap();
     let mut host = std::process::Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .args(["--data-dir", data.to_str().unwrap(), "call", "py.slow", "--args", r#"{"seconds": 60}"#])
+        .args([
+            "--data-dir",
+            data.to_str().unwrap(),
+            "call",
+            "py.slow",
+            "--args",
+            r#"{"seconds": 60}"#,
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -16,7 +16,9 @@ use crate::skill::Skill;
 /// How to run server-everything here: the copy the test peers installed
 /// (offline), else `npx -y` when Node.js is on `PATH`.
 fn everything_command() -> Option<(String, Vec<String>)> {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.join("target/peers/node");
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()?
+        .join("target/peers/node");
     let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let node = peers.join("node_modules/node/bin/node");
     if script.is_file() && node.is_file() {
@@ -133,10 +135,20 @@ pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::R
     let mut summary = format!("MCP tool answered: {text:?}");
     if let (Ok(_), Some(skill)) = (&echoed, text_tools) {
         let out = skill
-            .call("text.word_count", &json!({"text": text}), &LimitsRequest::default())
+            .call(
+                "text.word_count",
+                &json!({"text": text}),
+                &LimitsRequest::default(),
+            )
             .await?;
-        println!("  and the WASM skill counts it: text.word_count → {}", out.output);
-        summary.push_str(&format!("; WASM text.word_count of it: {}", out.output["words"]));
+        println!(
+            "  and the WASM skill counts it: text.word_count → {}",
+            out.output
+        );
+        summary.push_str(&format!(
+            "; WASM text.word_count of it: {}",
+            out.output["words"]
+        ));
     }
     manager.shutdown().await;
     if let Some(pid) = pid {
@@ -149,10 +161,7 @@ pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::R
             tokio::time::sleep(Duration::from_millis(20)).await;
             left = skillhost_mcp::group_members(pid);
         }
-        println!(
-            "  stopped: {} process(es) of its group left",
-            left.len()
-        );
+        println!("  stopped: {} process(es) of its group left", left.len());
     }
     echoed?;
     Ok(summary)

@@ -334,7 +334,12 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
                 s.enabled = false;
             }
             save(&data, &config)?;
-            Store::open(&data.root)?.record_event("server_disabled", Some(&name), None, &json!({}))?;
+            Store::open(&data.root)?.record_event(
+                "server_disabled",
+                Some(&name),
+                None,
+                &json!({}),
+            )?;
             println!("disabled {name:?}");
             Ok(())
         }
@@ -384,7 +389,10 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             find(&config, &name)?;
             let text = read_logs(&data, &name, bytes)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&json!({"server": name, "stderr": text}))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"server": name, "stderr": text}))?
+                );
             } else {
                 print!("{text}");
             }
@@ -395,9 +403,8 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
 
 fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
     let transport = match (args.transport.as_deref(), &args.url) {
-        (Some(t), _) => serde_json::from_value::<TransportKind>(json!(t)).map_err(|_| {
-            anyhow::anyhow!("--transport {t:?}: use stdio, streamable_http or sse")
-        })?,
+        (Some(t), _) => serde_json::from_value::<TransportKind>(json!(t))
+            .map_err(|_| anyhow::anyhow!("--transport {t:?}: use stdio, streamable_http or sse"))?,
         (None, Some(_)) => TransportKind::StreamableHttp,
         (None, None) => TransportKind::Stdio,
     };
@@ -508,7 +515,12 @@ fn read_logs(data: &DataDir, name: &str, bytes: usize) -> anyhow::Result<String>
 /// `skillhost call SERVER.TOOL`: starts just that server, calls, stops it.
 /// A timeout prints the seed's `{"status":"timeout",…}` object on stdout
 /// and fails.
-pub(crate) async fn call(data_dir: &Path, server: &ServerConfig, tool: &str, arguments: Value) -> anyhow::Result<()> {
+pub(crate) async fn call(
+    data_dir: &Path,
+    server: &ServerConfig,
+    tool: &str,
+    arguments: Value,
+) -> anyhow::Result<()> {
     if !server.enabled {
         anyhow::bail!(
             "MCP server {:?} is disabled (`skillhost mcp enable {}`)",
@@ -519,7 +531,10 @@ pub(crate) async fn call(data_dir: &Path, server: &ServerConfig, tool: &str, arg
     let manager = McpManager::new(crate::mcp_state::mcp_manager_options(data_dir)?);
     manager.start(server.clone());
     let status = manager
-        .wait_settled(&server.name, server.timeouts.connect() + Duration::from_secs(1))
+        .wait_settled(
+            &server.name,
+            server.timeouts.connect() + Duration::from_secs(1),
+        )
         .await;
     let result = match status {
         Some(s) if s.state == ServerState::Ready => manager.call(tool, arguments, None, None).await,
