@@ -212,3 +212,23 @@ async fn server_everything_over_streamable_http() {
     }
     m.shutdown().await;
 }
+
+/// `tools/list` is followed through every `nextCursor` page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_pagination_is_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = manager(tmp.path());
+    let (prog, args) = peers::hostile_cmd("paged");
+    m.connect_all(&McpConfig {
+        servers: vec![ServerConfig::stdio("paged", prog.to_str().unwrap(), args)],
+    })
+    .await;
+    let st = m.status("paged").unwrap();
+    assert_eq!(st.state, ServerState::Ready, "{st:?}");
+    let names: Vec<String> = m.tools().into_iter().map(|t| t.tool.name).collect();
+    assert_eq!(
+        names,
+        (0..7).map(|i| format!("paged.p{i}")).collect::<Vec<_>>()
+    );
+    m.shutdown().await;
+}

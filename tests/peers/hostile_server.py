@@ -44,6 +44,8 @@ MODES = {
     "tools/list and tools/call for `ping`",
     "duplicate-ids": "init and tool `ping`; answers each tools/call twice with the same id, "
     "and sends one response with an unknown id",
+    "paged": "not hostile: a correct server whose tools/list returns 7 tools in pages of 2 "
+    "(opaque nextCursor values; an unknown cursor is a -32602 error)",
 }
 
 HUGE_LINE_BYTES = 20 * 1024 * 1024
@@ -263,6 +265,25 @@ def mode_notification_flood() -> None:
         serve_one(msg, PING_TOOLS, answer_ping)
 
 
+def mode_paged() -> None:
+    tools = [tool(f"p{i}", f"Paged tool {i}.") for i in range(7)]
+    cursors = {f"page-{i}": i for i in range(0, 7, 2)}
+    for msg in read_messages():
+        if msg.get("method") == "tools/list" and msg.get("id") is not None:
+            cursor = (msg.get("params") or {}).get("cursor")
+            if cursor is not None and cursor not in cursors:
+                send({"jsonrpc": "2.0", "id": msg["id"],
+                      "error": {"code": -32602, "message": f"unknown cursor {cursor!r}"}})
+                continue
+            start = cursors.get(cursor, 0)
+            result = {"tools": tools[start:start + 2]}
+            if start + 2 < len(tools):
+                result["nextCursor"] = f"page-{start + 2}"
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        else:
+            serve_one(msg, tools, answer_ping)
+
+
 def mode_duplicate_ids() -> None:
     def on_call(msg: dict) -> None:
         answer_ping(msg)
@@ -284,6 +305,7 @@ HANDLERS = {
     "ignore-sigterm": mode_ignore_sigterm,
     "notification-flood": mode_notification_flood,
     "duplicate-ids": mode_duplicate_ids,
+    "paged": mode_paged,
 }
 
 
