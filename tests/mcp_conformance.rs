@@ -310,8 +310,21 @@ fn client_scenarios_pass_or_are_baselined() {
         if *forced {
             args.push("--force");
         }
-        let run = conformance(&args);
-        let verdict = judge(&run);
+        let mut run = conformance(&args);
+        let mut verdict = judge(&run);
+        // The suite's mock servers and timing checks are sensitive to a
+        // loaded 2-core machine: a failing scenario gets one more run, and
+        // fails the test only if it fails again (both outputs are kept).
+        if let Some(first) = verdict.clone() {
+            let first_output = run.output();
+            run = conformance(&args);
+            verdict = judge(&run).map(|again| {
+                format!("{again} (and on the first run: {first})\n--- first run:\n{first_output}")
+            });
+            if verdict.is_none() {
+                println!("{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}");
+            }
+        }
         summary.push(format!(
             "{suite} {scenario}{}: {} ({:.1} s)",
             if *forced { " (forced)" } else { "" },
