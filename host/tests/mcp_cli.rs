@@ -325,3 +325,44 @@ fn sigkill_of_the_host_leaves_no_server_process() {
     }
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Eight `mcp add` processes at once: every server ends up in the file
+/// (no lost update), and the file is valid JSON throughout.
+#[test]
+fn concurrent_adds_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_skillhost"))
+                .args([
+                    "--data-dir",
+                    data.to_str().unwrap(),
+                    "mcp",
+                    "add",
+                    &format!("s{i}"),
+                    "--",
+                    "node",
+                    "server.js",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let listed = json_out(&skillhost(&data, &["mcp", "list", "--json"]));
+    let mut names: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, (0..8).map(|i| format!("s{i}")).collect::<Vec<_>>());
+}

@@ -42,6 +42,9 @@ use serde::{Deserialize, Serialize};
 /// File name of the server configuration in the data dir.
 pub const CONFIG_FILE: &str = "mcp_servers.json";
 
+/// The lock file that serialises writers of [`CONFIG_FILE`].
+pub const LOCK_FILE: &str = ".mcp_servers.lock";
+
 /// The persona id that grants a server to every persona, present and future.
 pub const GLOBAL_ALL: &str = "*";
 
@@ -564,6 +567,44 @@ impl McpConfig {
                 message: format!("cannot read: {e}"),
             }),
         }
+    }
+
+    /// Read-modify-write under an exclusive lock (`.mcp_servers.lock` in
+    /// the data dir), so two processes editing the configuration at once
+    /// never lose each other's change. `change` sees the current file and
+    /// may refuse with an error; nothing is written then.
+    ///
+    /// ```no_run
+    /// let dir = cap_std::fs::Dir::open_ambient_dir("data", cap_std::ambient_authority())?;
+    /// skillhost_mcp::McpConfig::update(&dir, |c| {
+    ///     c.servers.retain(|s| s.name != "old");
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn update<T>(
+        dir: &Dir,
+        change: impl FnOnce(&mut McpConfig) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        let io = |what: &str, e: std::io::Error| ConfigError::Io {
+            file: CONFIG_FILE.into(),
+            message: format!("cannot {what}: {e}"),
+        };
+        let mut opts = cap_std::fs::OpenOptions::new();
+        opts.read(true).write(true).create(true);
+        let lock = dir
+            .open_with(LOCK_FILE, &opts)
+            .map_err(|e| io("open the lock file", e))?
+            .into_std();
+        lock.lock().map_err(|e| io("lock the configuration", e))?;
+        let mut config = McpConfig::load(dir)?;
+        let out = change(&mut config).map_err(|message| ConfigError::Io {
+            file: CONFIG_FILE.into(),
+            message,
+        })?;
+        config.save(dir)?;
+        drop(lock);
+        Ok(out)
     }
 
     /// Reads the file; when it is malformed, returns `last_good` and the

@@ -123,10 +123,30 @@ fn load(data: &DataDir) -> anyhow::Result<McpConfig> {
     McpConfig::load(&data.dir).map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))
 }
 
-fn save(data: &DataDir, config: &McpConfig) -> anyhow::Result<()> {
-    config
-        .save(&data.dir)
+/// Changes the configuration under its lock (no lost update when two
+/// processes edit it at once); `change` may refuse with a message.
+fn update<T>(
+    data: &DataDir,
+    change: impl FnOnce(&mut McpConfig) -> Result<T, String>,
+) -> anyhow::Result<T> {
+    McpConfig::update(&data.dir, change)
         .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))
+}
+
+/// The "no such server" message.
+fn missing(config: &McpConfig, name: &str) -> String {
+    format!(
+        "no MCP server named {name:?} in {CONFIG_FILE} (configured: {})",
+        names(config)
+    )
+}
+
+fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> anyhow::Result<()> {
+    update(data, |c| {
+        let missing = missing(c, name);
+        c.server_mut(name).ok_or(missing)?.enabled = enabled;
+        Ok(())
+    })
 }
 
 fn find<'a>(config: &'a McpConfig, name: &str) -> anyhow::Result<&'a ServerConfig> {
@@ -293,7 +313,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Enable { name } => {
-            let mut config = load(&data)?;
+            let config = load(&data)?;
             let server = find(&config, &name)?.clone();
             let report = test(&data, &server).await?;
             let mut store = Store::open(&data.root)?;
@@ -319,21 +339,13 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
                     "warning: cannot reach {name:?} now ({why}); its tools will be pinned when first discovered"
                 );
             }
-            if let Some(s) = config.server_mut(&name) {
-                s.enabled = true;
-            }
-            save(&data, &config)?;
+            set_enabled(&data, &name, true)?;
             store.record_event("server_enabled", Some(&name), None, &json!({}))?;
             println!("enabled {name:?}");
             Ok(())
         }
         McpCommand::Disable { name } => {
-            let mut config = load(&data)?;
-            find(&config, &name)?;
-            if let Some(s) = config.server_mut(&name) {
-                s.enabled = false;
-            }
-            save(&data, &config)?;
+            set_enabled(&data, &name, false)?;
             Store::open(&data.root)?.record_event(
                 "server_disabled",
                 Some(&name),
@@ -344,10 +356,13 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Remove { name } => {
-            let mut config = load(&data)?;
-            find(&config, &name)?;
-            config.servers.retain(|s| s.name != name);
-            save(&data, &config)?;
+            update(&data, |c| {
+                if c.server(&name).is_none() {
+                    return Err(missing(c, &name));
+                }
+                c.servers.retain(|s| s.name != name);
+                Ok(())
+            })?;
             let mut store = Store::open(&data.root)?;
             store.mcp_replace_pins(&name, &[])?;
             store.record_event("server_removed", Some(&name), None, &json!({}))?;
@@ -363,11 +378,11 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
             let servers = skillhost_mcp::import_desktop_config(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let mut config = load(&data)?;
             let imported: Vec<Value> = servers.iter().map(masked).collect();
-            skillhost_mcp::merge_imported(&mut config, servers, replace)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            save(&data, &config)?;
+            update(&data, |c| {
+                skillhost_mcp::merge_imported(c, servers, replace)
+                    .map_err(|e| format!("{}: {e}", file.display()))
+            })?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&imported)?);
             } else {
@@ -444,17 +459,17 @@ fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
     server
         .validate()
         .map_err(|e| anyhow::anyhow!("server {:?}: {e}", server.name))?;
-    let mut config = load(data)?;
-    if config.server(&server.name).is_some() {
-        anyhow::bail!(
-            "a server named {:?} is already configured; `skillhost mcp remove {}` first",
-            server.name,
-            server.name
-        );
-    }
     let name = server.name.clone();
-    config.servers.push(server);
-    save(data, &config)?;
+    update(data, |c| {
+        if c.server(&server.name).is_some() {
+            return Err(format!(
+                "a server named {:?} is already configured; `skillhost mcp remove {}` first",
+                server.name, server.name
+            ));
+        }
+        c.servers.push(server);
+        Ok(())
+    })?;
     println!("added {name:?} (disabled); next: `skillhost mcp test {name}`");
     Ok(())
 }
