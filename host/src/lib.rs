@@ -26,6 +26,7 @@ mod bundle;
 mod catalog;
 mod data_dir;
 mod escape;
+mod grants;
 mod guest_build;
 mod installs;
 mod limits;
@@ -48,6 +49,10 @@ pub use bundle::{
 };
 pub use catalog::{SkillEntry, SkillSource};
 pub use data_dir::{SETTINGS_FILE, Settings};
+pub use grants::{
+    GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get, persona_grants_put,
+    toggle_grant,
+};
 pub use guest_build::{BuildError, build_skill};
 pub use installs::{InstallError, InstallOptions, InstallOutcome, install_bundle};
 pub use limits::{
