@@ -79,9 +79,7 @@ fn import_test_tools_enable_call() {
     assert_eq!(by("legacy")["transport"], "sse");
     // No secret in any listing, nor in the config's error output.
     let human = skillhost(&data, &["mcp", "list"]);
-    for o in [&human] {
-        assert!(!stdout(o).contains(token) && !stderr(o).contains(token));
-    }
+    assert!(!stdout(&human).contains(token) && !stderr(&human).contains(token));
     assert!(!listed.to_string().contains(token));
     // The file holding the secrets is private.
     use std::os::unix::fs::PermissionsExt;

@@ -326,6 +326,7 @@ impl Connection {
                             }
                         };
                         process.stop(Duration::from_millis(200)).await;
+                        ctx.log.settle(Duration::from_millis(500)).await;
                         return Err(describe_failure(&why, &fault, &mut process, &ctx.log));
                     }
                 }

@@ -708,6 +708,8 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
                                     let mut why = conn.fault().unwrap_or_else(|| "the session ended".into());
                                     if let Some(st) = status {
                                         why.push_str(&format!("; the process {st}"));
+                                        // Its last words, before reading them.
+                                        slot.log.settle(Duration::from_millis(500)).await;
                                     }
                                     if let Some(l) = slot.log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
                                         why.push_str(&format!("; last stderr line: {l}"));

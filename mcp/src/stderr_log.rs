@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use cap_std::fs::Dir;
 
@@ -37,6 +37,8 @@ pub struct StderrLog {
     file: Mutex<LogFile>,
     secrets: Vec<String>,
     total: AtomicU64,
+    /// Drain threads still reading a pipe.
+    draining: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -59,6 +61,7 @@ impl StderrLog {
             }),
             secrets: secrets.into_iter().filter(|s| s.len() >= 4).collect(),
             total: AtomicU64::new(0),
+            draining: AtomicUsize::new(0),
         }
     }
 
@@ -90,8 +93,21 @@ impl StderrLog {
             .map(|l| l.chars().take(300).collect())
     }
 
+    /// Waits, at most `limit`, until every pipe given to
+    /// [`drain_from`](Self::drain_from) has been read to its end, so that
+    /// the last lines of a server that has exited are in the log before its
+    /// failure is described.
+    pub(crate) async fn settle(&self, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.draining.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// Reads `pipe` to its end on a new thread.
     pub(crate) fn drain_from(self: std::sync::Arc<Self>, mut pipe: std::fs::File) {
+        self.draining.fetch_add(1, Ordering::AcqRel);
+        let log = self.clone();
         let spawned = std::thread::Builder::new()
             .name("mcp-stderr".into())
             .spawn(move || {
@@ -117,8 +133,10 @@ impl StderrLog {
                 if !line.is_empty() {
                     self.keep_line(&line);
                 }
+                self.draining.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
+            log.draining.fetch_sub(1, Ordering::AcqRel);
             tracing::error!("cannot start the stderr drain thread: {e}");
         }
     }

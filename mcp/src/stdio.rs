@@ -154,19 +154,33 @@ async fn write_lines(
             }
         };
         bytes.push(b'\n');
+        // Recorded before the write: once the line is out the server may act
+        // on it and exit before this task runs again, and the call must then
+        // not be sent a second time. A failed write never completed the line,
+        // so the server cannot have read the request.
+        let request = match &msg {
+            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
+            _ => None,
+        };
+        if let Some(id) = &request {
+            delivered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone());
+        }
         if let Err(e) = stdin.write_all(&bytes).await {
+            if let Some(id) = &request {
+                delivered
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(id);
+            }
             set_fault(&fault, format!("writing to the server's stdin failed: {e}"));
             return;
         }
         if let Err(e) = stdin.flush().await {
             set_fault(&fault, format!("writing to the server's stdin failed: {e}"));
             return;
-        }
-        if let rmcp::model::JsonRpcMessage::Request(r) = &msg {
-            delivered
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(r.id.to_string());
         }
     }
     // Every sender is gone: closing stdin is the first step of a stop.
