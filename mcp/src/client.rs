@@ -607,9 +607,7 @@ impl Connection {
 
     fn undeliver(&self, id: &rmcp::model::RequestId) {
         if let Some(d) = &self.delivered {
-            d.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id.to_string());
+            d.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         }
     }
 
@@ -618,7 +616,7 @@ impl Connection {
     fn disconnected(&self, id: &rmcp::model::RequestId) -> CallErrorKind {
         let why = self.fault().unwrap_or_else(|| "the session ended".into());
         match &self.delivered {
-            Some(d) if !d.lock().unwrap_or_else(|e| e.into_inner()).remove(&id.to_string()) => {
+            Some(d) if !d.lock().unwrap_or_else(|e| e.into_inner()).remove(id) => {
                 CallErrorKind::NotDelivered(why)
             }
             _ => CallErrorKind::Disconnected(why),

@@ -213,6 +213,13 @@ pub struct RegisteredTool {
     pub disabled_reason: Option<String>,
 }
 
+/// The part of a registered tool that a call uses.
+struct CallTarget {
+    /// The tool's name on the server.
+    tool: String,
+    timeout: Duration,
+}
+
 struct Slot {
     config: RwLock<ServerConfig>,
     status: watch::Sender<ServerStatus>,
@@ -476,21 +483,28 @@ impl McpManager {
                 CallErrorKind::NotReady(format!("no MCP tool is registered as {name:?}")),
             ));
         };
-        let Some(reg) = slot
+        // Only what the call needs: cloning the whole tool would copy its
+        // schemas on every call.
+        let found = slot
             .tools
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .find(|t| t.tool.name == name)
-            .cloned()
-        else {
+            .map(|t| {
+                let tool = CallTarget {
+                    tool: t.tool.tool.clone(),
+                    timeout: t.tool.timeout,
+                };
+                (tool, t.disabled_reason.clone())
+            });
+        let Some((tool, disabled_reason)) = found else {
             return Err(err(
                 name,
                 CallErrorKind::NotReady(format!("no MCP tool is registered as {name:?}")),
             ));
         };
-        let tool = reg.tool;
-        if let Some(why) = reg.disabled_reason {
+        if let Some(why) = disabled_reason {
             return Err(err(&tool.tool, CallErrorKind::NotReady(why)));
         }
         let Value::Object(args) = arguments else {

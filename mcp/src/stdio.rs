@@ -25,7 +25,7 @@ pub(crate) type Fault = Arc<Mutex<Option<String>>>;
 /// Ids of requests written to the child's stdin (they may have been
 /// read). A request that failed without being written was never delivered
 /// and may be retried on a new session.
-pub(crate) type Delivered = Arc<Mutex<std::collections::HashSet<String>>>;
+pub(crate) type Delivered = Arc<Mutex<std::collections::HashSet<rmcp::model::RequestId>>>;
 
 pub(crate) fn set_fault(fault: &Fault, msg: String) {
     let mut f = fault.lock().unwrap_or_else(|e| e.into_inner());
@@ -159,7 +159,7 @@ async fn write_lines(
         // not be sent a second time. A failed write never completed the line,
         // so the server cannot have read the request.
         let request = match &msg {
-            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.to_string()),
+            rmcp::model::JsonRpcMessage::Request(r) => Some(r.id.clone()),
             _ => None,
         };
         if let Some(id) = &request {
