@@ -322,7 +322,9 @@ fn client_scenarios_pass_or_are_baselined() {
                 format!("{again} (and on the first run: {first})\n--- first run:\n{first_output}")
             });
             if verdict.is_none() {
-                println!("{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}");
+                println!(
+                    "{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}"
+                );
             }
         }
         summary.push(format!(

@@ -50,8 +50,8 @@ pub use bundle::{
 pub use catalog::{SkillEntry, SkillSource};
 pub use data_dir::{SETTINGS_FILE, Settings};
 pub use grants::{
-    GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get, persona_grants_put,
-    toggle_grant,
+    GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get,
+    persona_grants_put, toggle_grant,
 };
 pub use guest_build::{BuildError, build_skill};
 pub use installs::{InstallError, InstallOptions, InstallOutcome, install_bundle};
@@ -63,6 +63,7 @@ pub use manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
     SkillManifest, ToolDecl, valid_tool_name,
 };
+pub use mcp_state::{SqlitePins, mcp_manager_options};
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
     LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, Sandbox, SandboxBuilder, SkillComponent, ToolError,
@@ -71,5 +72,4 @@ pub use sandbox::{
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
 pub use store::{DB_FILE, EventRecord, InstalledRecord, TrustedKey};
-pub use mcp_state::{SqlitePins, mcp_manager_options};
 pub use trust::{KeyError, PublicKey, SecretKey};

@@ -178,11 +178,18 @@ impl Store {
 
     /// Replaces every pin of `server` with `pins` in one transaction (the
     /// operator's approval of its current tool definitions).
-    pub fn mcp_replace_pins(&mut self, server: &str, pins: &[(String, String)]) -> rusqlite::Result<()> {
+    pub fn mcp_replace_pins(
+        &mut self,
+        server: &str,
+        pins: &[(String, String)],
+    ) -> rusqlite::Result<()> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute("DELETE FROM mcp_tool_pins WHERE server = ?1", params![server])?;
+        tx.execute(
+            "DELETE FROM mcp_tool_pins WHERE server = ?1",
+            params![server],
+        )?;
         for (tool, hash) in pins {
             tx.execute(
                 "INSERT INTO mcp_tool_pins (server, tool, hash, pinned_at) VALUES (?1, ?2, ?3, ?4)",

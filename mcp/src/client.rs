@@ -303,8 +303,7 @@ impl Connection {
                     "--- skillhost: started {command} (pid {}) ---",
                     process.pid()
                 ));
-                let transport =
-                    StdioTransport::new(
+                let transport = StdioTransport::new(
                     stdin,
                     stdout,
                     fault.clone(),

@@ -535,7 +535,13 @@ impl McpManager {
         };
         let cancel = cancel.unwrap_or_default();
         match conn
-            .call(&tool.tool, args.clone(), tool.timeout, &cancel, progress.clone())
+            .call(
+                &tool.tool,
+                args.clone(),
+                tool.timeout,
+                &cancel,
+                progress.clone(),
+            )
             .await
         {
             // The request never reached the server: wait for the
@@ -806,7 +812,8 @@ async fn next_session(
     tokio::time::timeout(limit, async {
         loop {
             let c = slot.conn.read().unwrap_or_else(|e| e.into_inner()).clone();
-            if let Some(c) = c.filter(|c| !c.is_closed() && stale.is_none_or(|s| !Arc::ptr_eq(c, s)))
+            if let Some(c) =
+                c.filter(|c| !c.is_closed() && stale.is_none_or(|s| !Arc::ptr_eq(c, s)))
             {
                 return Some(c);
             }

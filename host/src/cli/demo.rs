@@ -257,7 +257,9 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
         println!("  skipped: needs the guest SDK sources next to this binary");
     }
 
-    println!("\n6. An MCP server (server-everything) imported, tested, enabled, discovered and called next to a WASM skill");
+    println!(
+        "\n6. An MCP server (server-everything) imported, tested, enabled, discovered and called next to a WASM skill"
+    );
     let scratch = std::env::temp_dir().join(format!("skillhost-demo-mcp-{}", std::process::id()));
     let text_tools = skills
         .iter()
