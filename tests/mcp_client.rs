@@ -36,12 +36,20 @@ async fn manager_with(env: &Env, servers: Vec<ServerConfig>) -> (McpManager, Arc
     (m, pins)
 }
 
-fn text_of(r: &skillhost_mcp::CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
+use skillhost_mcp::text_content as text_of;
+
+/// The marker file the peer's `slow` tool writes when it is cancelled, read
+/// until it has content (at most 5 s).
+async fn read_marker(marker: &std::path::Path) -> String {
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = std::fs::read_to_string(marker).unwrap_or_default();
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    seen
 }
 
 fn assert_group_gone(pgid: i32) {
@@ -164,15 +172,7 @@ async fn timeout_sends_cancelled_and_answers_the_seed_shape() {
         json!({"status": "timeout", "error": "MCP tool timed out after 1s"})
     );
     // The server saw notifications/cancelled and stopped the handler.
-    let mut seen = String::new();
-    for _ in 0..100 {
-        seen = std::fs::read_to_string(&marker).unwrap_or_default();
-        if !seen.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(seen.trim(), "cancelled");
+    assert_eq!(read_marker(&marker).await.trim(), "cancelled");
     // The session is still usable.
     let r = m
         .call("py.lookup", json!({"key": "x"}), None, None)
@@ -215,15 +215,7 @@ async fn caller_cancellation_and_progress_reach_the_server() {
     cancel.cancel();
     let e = call.await.unwrap().unwrap_err();
     assert_eq!(e.kind, CallErrorKind::Cancelled);
-    let mut seen = String::new();
-    for _ in 0..100 {
-        seen = std::fs::read_to_string(&marker).unwrap_or_default();
-        if !seen.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(seen.trim(), "cancelled");
+    assert_eq!(read_marker(&marker).await.trim(), "cancelled");
     m.shutdown().await;
 }
 

@@ -100,13 +100,7 @@ fn timeouts(connect: f64, call: f64) -> Timeouts {
     }
 }
 
-fn text_of(r: &skillhost_mcp::CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
-}
+use skillhost_mcp::text_content as text_of;
 
 /// `good.lookup` answers, within 5 s.
 async fn assert_good_answers(m: &McpManager) {

@@ -10,13 +10,7 @@ use skillhost_mcp::{
     CONFIG_FILE, ManagerOptions, McpConfig, McpManager, ServerConfig, ServerState, TransportKind,
 };
 
-fn text_of(r: &skillhost_mcp::CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
-}
+use skillhost_mcp::text_content as text_of;
 
 fn manager(root: &std::path::Path) -> McpManager {
     let mut opts = ManagerOptions::new(root.to_path_buf());

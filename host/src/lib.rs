@@ -71,5 +71,5 @@ pub use sandbox::{
 };
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
-pub use store::{DB_FILE, EventRecord, InstalledRecord, TrustedKey};
+pub use store::{DB_FILE, InstalledRecord, TrustedKey};
 pub use trust::{KeyError, PublicKey, SecretKey};

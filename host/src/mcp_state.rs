@@ -61,12 +61,7 @@ impl PinStore for SqlitePins {
         let detail = serde_json::json!({"pinned": old, "now": new});
         self.with(|s| {
             // One event per new definition, however often it is seen.
-            let seen = s.events(Some("tool_changed"))?.into_iter().any(|e| {
-                e.server.as_deref() == Some(server)
-                    && e.tool.as_deref() == Some(tool)
-                    && e.detail == detail
-            });
-            if !seen {
+            if !s.has_event("tool_changed", Some(server), Some(tool), &detail)? {
                 s.record_event("tool_changed", Some(server), Some(tool), &detail)?;
             }
             Ok(())

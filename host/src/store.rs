@@ -58,23 +58,6 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX events_kind ON events (kind, server, tool);",
 ];
 
-/// One recorded host event.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct EventRecord {
-    /// Sequence number.
-    pub id: i64,
-    /// Unix seconds.
-    pub at: i64,
-    /// `tool_changed`, …
-    pub kind: String,
-    /// The MCP server, if any.
-    pub server: Option<String>,
-    /// The tool, if any.
-    pub tool: Option<String>,
-    /// Details (JSON), never a secret.
-    pub detail: serde_json::Value,
-}
-
 /// One installed skill version as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct InstalledRecord {
@@ -214,24 +197,21 @@ impl Store {
         Ok(())
     }
 
-    /// Events of `kind` (all kinds when `None`), oldest first.
-    pub fn events(&self, kind: Option<&str>) -> rusqlite::Result<Vec<EventRecord>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, at, kind, server, tool, detail FROM events
-             WHERE ?1 IS NULL OR kind = ?1 ORDER BY id",
-        )?;
-        stmt.query_map(params![kind], |r| {
-            let detail: String = r.get(5)?;
-            Ok(EventRecord {
-                id: r.get(0)?,
-                at: r.get(1)?,
-                kind: r.get(2)?,
-                server: r.get(3)?,
-                tool: r.get(4)?,
-                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
-            })
-        })?
-        .collect()
+    /// Whether an event with exactly these fields was recorded (uses the
+    /// `events_kind` index).
+    pub fn has_event(
+        &self,
+        kind: &str,
+        server: Option<&str>,
+        tool: Option<&str>,
+        detail: &serde_json::Value,
+    ) -> rusqlite::Result<bool> {
+        self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM events
+             WHERE kind = ?1 AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
+            params![kind, server, tool, detail.to_string()],
+            |r| r.get(0),
+        )
     }
 
     /// Every installed version, sorted by name then version.

@@ -697,16 +697,28 @@ fn redact_error(msg: &str, config: &ServerConfig) -> String {
 
 /// The text of a result's content blocks, for error messages.
 pub(crate) fn result_text(r: &CallToolResult) -> String {
-    let texts: Vec<String> = r
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
-    if texts.is_empty() {
+    let text = text_content(r);
+    if text.is_empty() {
         "(no message)".into()
     } else {
-        texts.join("\n")
+        text
     }
+}
+
+/// The text blocks of a tool result, joined by newlines (other blocks
+/// left out).
+///
+/// ```
+/// let r: skillhost_mcp::CallToolResult =
+///     serde_json::from_value(serde_json::json!({"content": [{"type": "text", "text": "hi"}]})).unwrap();
+/// assert_eq!(skillhost_mcp::text_content(&r), "hi");
+/// ```
+pub fn text_content(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ mod stderr_log;
 mod stdio;
 mod tools;
 
-pub use client::{CallError, CallErrorKind, Era, Progress, SessionInfo};
+pub use client::{CallError, CallErrorKind, Era, Progress, SessionInfo, text_content};
 pub use config::{
     CONFIG_FILE, ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MUTATING_TIMEOUT,
     DEFAULT_READ_ONLY_TIMEOUT, GLOBAL_ALL, McpConfig, Secret, ServerConfig, Timeouts, ToolOverride,

@@ -339,16 +339,6 @@ impl McpManager {
         slots
             .entry(config.name.clone())
             .or_insert_with(|| {
-                let dir = server_dir(&self.inner.opts.data_root, &config.name);
-                let _ = std::fs::create_dir_all(&dir);
-                let log_dir =
-                    cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok();
-                let secrets = config
-                    .env
-                    .values()
-                    .chain(config.headers.values())
-                    .map(|v| v.expose().to_string())
-                    .collect();
                 let (status, _) = watch::channel(ServerStatus {
                     name: config.name.clone(),
                     state: ServerState::Disabled,
@@ -363,12 +353,22 @@ impl McpManager {
                     status,
                     conn: RwLock::new(None),
                     tools: RwLock::new(Vec::new()),
-                    log: Arc::new(StderrLog::new(log_dir, secrets)),
+                    log: Arc::new(server_log(&self.inner.opts.data_root, config)),
                     stop: Mutex::new(CancellationToken::new()),
                     task: Mutex::new(None),
                 })
             })
             .clone()
+    }
+
+    fn slot_names(&self) -> Vec<String> {
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
     }
 
     fn slot(&self, name: &str) -> Option<Arc<Slot>> {
@@ -586,14 +586,7 @@ impl McpManager {
     /// Use with [`McpConfig::load_or_keep`] so a malformed file keeps the
     /// last good configuration.
     pub async fn apply_config(&self, config: &McpConfig) {
-        let known: Vec<String> = self
-            .inner
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+        let known = self.slot_names();
         for name in known {
             if config.server(&name).is_none() {
                 self.remove(&name).await;
@@ -631,14 +624,7 @@ impl McpManager {
 
     /// Stops every server (stdin closed, `SIGTERM`, `SIGKILL`, reaped).
     pub async fn shutdown(&self) {
-        let names: Vec<String> = self
-            .inner
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+        let names = self.slot_names();
         futures::future::join_all(names.iter().map(|n| self.stop(n))).await;
     }
 }
@@ -660,6 +646,22 @@ impl Slot {
 /// The server's folder in the data dir.
 pub fn server_dir(data_root: &std::path::Path, name: &str) -> PathBuf {
     data_root.join("mcp").join(name)
+}
+
+/// The stderr log of `config`'s server in its folder (created if missing;
+/// ring buffer only if the folder cannot be opened), redacting the values of
+/// its env and headers.
+fn server_log(data_root: &std::path::Path, config: &ServerConfig) -> StderrLog {
+    let dir = server_dir(data_root, &config.name);
+    let _ = std::fs::create_dir_all(&dir);
+    let log_dir = cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok();
+    let secrets = config
+        .env
+        .values()
+        .chain(config.headers.values())
+        .map(|v| v.expose().to_string())
+        .collect();
+    StderrLog::new(log_dir, secrets)
 }
 
 fn jitter(d: Duration) -> Duration {
@@ -955,21 +957,14 @@ pub async fn test_server(
         ok: false,
         at: Some(SystemTime::now()),
     };
+    let log = Arc::new(server_log(data_root, config));
     let dir = server_dir(data_root, &config.name);
-    let _ = std::fs::create_dir_all(&dir);
-    let log_dir = cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok();
-    let secrets = config
-        .env
-        .values()
-        .chain(config.headers.values())
-        .map(|v| v.expose().to_string())
-        .collect();
     let http = reqwest::Client::new();
     let (sig_tx, _sig_rx) = mpsc::unbounded_channel();
     let ctx = ConnectContext {
         policy,
         work_dir: dir.join("work"),
-        log: Arc::new(StderrLog::new(log_dir, secrets)),
+        log,
         signals: sig_tx,
         http: &http,
     };

@@ -120,12 +120,7 @@ pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::R
         )
         .await;
     let text = match &echoed {
-        Ok(r) => r
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Ok(r) => skillhost_mcp::text_content(r),
         Err(e) => e.to_string(),
     };
     println!(

@@ -150,12 +150,9 @@ fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> anyhow::Result<()> 
 }
 
 fn find<'a>(config: &'a McpConfig, name: &str) -> anyhow::Result<&'a ServerConfig> {
-    config.server(name).ok_or_else(|| {
-        anyhow::anyhow!(
-            "no MCP server named {name:?} in {CONFIG_FILE} (configured: {})",
-            names(config)
-        )
-    })
+    config
+        .server(name)
+        .ok_or_else(|| anyhow::anyhow!(missing(config, name)))
 }
 
 fn names(config: &McpConfig) -> String {

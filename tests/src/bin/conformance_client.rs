@@ -326,13 +326,7 @@ async fn call(
     Ok(result)
 }
 
-fn text_of(r: &CallToolResult) -> String {
-    r.content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
-}
+use skillhost_mcp::text_content as text_of;
 
 fn expect_text(r: &CallToolResult, expected: &str) -> Result<(), String> {
     let text = text_of(r);
