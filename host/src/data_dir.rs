@@ -49,6 +49,14 @@ pub struct Settings {
     /// `command`.
     #[serde(default)]
     pub mcp_stdio_allowlist: Vec<String>,
+    /// The canonical worker names a tool's `specialist` may be. Empty (the
+    /// default) means [`crate::DEFAULT_SPECIALISTS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub specialists: Vec<String>,
+    /// How long a call waiting for approval may be approved, in seconds.
+    /// Default ([`None`]): 900 (15 minutes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_ttl_secs: Option<u64>,
 }
 
 /// An opened data dir.

@@ -28,15 +28,22 @@ mod data_dir;
 mod escape;
 mod grants;
 mod guest_build;
+mod handoff;
+mod host;
 mod installs;
 mod limits;
 mod manifest;
 mod mcp_state;
+mod personas;
+mod refs;
+mod registry;
+mod runs;
 mod sandbox;
 mod schema;
 mod skill;
 mod store;
 mod trust;
+mod why;
 
 #[doc(hidden)]
 pub mod cli;
@@ -54,6 +61,13 @@ pub use grants::{
     persona_grants_put, toggle_grant,
 };
 pub use guest_build::{BuildError, build_skill};
+pub use handoff::{
+    HandoffError, LOCAL_PATH_REMOVED, MAX_HANDOFF_DEPTH, StructuredHandoff, strip_local_paths,
+};
+pub use host::{
+    CallRequest, Caller, DEFAULT_APPROVAL_TTL, Host, HostBuilder, PersonaGrants, RefInfo,
+    RunReport, SkillGrantView, SkillStatus,
+};
 pub use installs::{InstallError, InstallOptions, InstallOutcome, install_bundle};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
@@ -64,12 +78,18 @@ pub use manifest::{
     SkillManifest, ToolDecl, valid_tool_name,
 };
 pub use mcp_state::{SqlitePins, mcp_manager_options};
+pub use personas::{Persona, valid_persona_id};
+pub use registry::{
+    Conflict, DEFAULT_SPECIALIST, DEFAULT_SPECIALISTS, SkillState, ToolSpec, check_specialist,
+};
+pub use runs::{HostEvent, Outcome, RunFilter, RunRecord};
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
-    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, Sandbox, SandboxBuilder, SkillComponent, ToolError,
-    TrapReason,
+    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, RefReader, Sandbox, SandboxBuilder, SkillComponent,
+    ToolError, TrapReason,
 };
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
 pub use store::{DB_FILE, InstalledRecord, TrustedKey};
 pub use trust::{KeyError, PublicKey, SecretKey};
+pub use why::{WhyReport, WhyStep};

@@ -120,6 +120,11 @@ pub struct ToolDecl {
     /// Whether a call must be confirmed; defaults to "not read-only".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_confirmation: Option<bool>,
+    /// The canonical worker this tool belongs to (e.g. `knowledge_worker`);
+    /// default `general_worker`. Checked against the host's list when the
+    /// skill is registered; an alias such as `knowledge` is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specialist: Option<String>,
 }
 
 impl ToolDecl {

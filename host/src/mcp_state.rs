@@ -57,6 +57,18 @@ impl PinStore for SqlitePins {
         self.with(|s| s.mcp_pin(server, tool, hash))
     }
 
+    fn discovered(
+        &self,
+        server: &str,
+        tools: &[skillhost_mcp::RegisteredTool],
+    ) -> anyhow::Result<()> {
+        let mut defs = Vec::with_capacity(tools.len());
+        for t in tools {
+            defs.push((t.tool.name.clone(), serde_json::to_string(t)?));
+        }
+        self.with(|s| s.replace_mcp_tools(server, &defs))
+    }
+
     fn tool_changed(&self, server: &str, tool: &str, old: &str, new: &str) -> anyhow::Result<()> {
         let detail = serde_json::json!({"pinned": old, "now": new});
         self.with(|s| {

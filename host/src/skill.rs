@@ -303,8 +303,26 @@ impl Skill {
             invoker: Some(Arc::new(SameSkill(Arc::downgrade(&self.inner)))),
             depth: 0,
             not_after: None,
+            refs: None,
         };
         self.call_with(tool, args, &opts).await
+    }
+
+    /// The skill's config map (for the host's call options).
+    pub(crate) fn config(&self) -> Arc<BTreeMap<String, String>> {
+        self.inner.config.clone()
+    }
+
+    /// Runs a tool whose arguments the caller (the host's registry) has
+    /// already validated against the same input schema; validates the
+    /// result.
+    pub(crate) async fn run_validated(
+        &self,
+        tool: &str,
+        args: &Value,
+        opts: &CallOptions,
+    ) -> Result<CallOutput, CallError> {
+        self.execute(tool, args, opts, false).await
     }
 
     async fn call_with(
@@ -312,6 +330,16 @@ impl Skill {
         tool: &str,
         args: &Value,
         opts: &CallOptions,
+    ) -> Result<CallOutput, CallError> {
+        self.execute(tool, args, opts, true).await
+    }
+
+    async fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        opts: &CallOptions,
+        check_input: bool,
     ) -> Result<CallOutput, CallError> {
         let label = &self.inner.label;
         let tool_err = |error| CallError::new(label, tool, CallFailure::Tool { error });
@@ -328,7 +356,7 @@ impl Skill {
                     .join(", ")
             ))));
         };
-        if let Err(problems) = contract.input.check(args) {
+        if check_input && let Err(problems) = contract.input.check(args) {
             return Err(tool_err(ToolError::InvalidInput(format!(
                 "arguments do not match the input schema: {}",
                 problems.join("; ")
@@ -385,6 +413,7 @@ impl Invoker for SameSkill {
                 invoker: Some(Arc::new(SameSkill(Arc::downgrade(&inner)))),
                 depth: req.depth,
                 not_after: Some(req.deadline),
+                refs: None,
             };
             match Box::pin(skill.call_with(&req.tool, &args, &opts)).await {
                 Ok(out) => Ok(out.output.to_string()),

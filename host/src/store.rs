@@ -56,6 +56,78 @@ const MIGRATIONS: &[&str] = &[
         detail TEXT NOT NULL
      );
      CREATE INDEX events_kind ON events (kind, server, tool);",
+    // 3: personas, skill grants, runs and approvals, refs, discovered MCP
+    // tool definitions, and a generation counter that every change to what
+    // a persona may see bumps (so a long-running host notices changes made
+    // by another process).
+    "CREATE TABLE generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value INTEGER NOT NULL
+     );
+     INSERT INTO generation (id, value) VALUES (1, 0);
+     CREATE TABLE personas (
+        id TEXT PRIMARY KEY,
+        description TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL
+     );
+     CREATE TABLE skill_grants (
+        persona TEXT NOT NULL REFERENCES personas (id) ON DELETE CASCADE,
+        skill TEXT NOT NULL,
+        PRIMARY KEY (persona, skill)
+     );
+     CREATE TABLE mcp_tools (
+        server TEXT NOT NULL,
+        name TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        PRIMARY KEY (server, name)
+     );
+     CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        parent_run_id TEXT,
+        persona TEXT,
+        tool TEXT NOT NULL,
+        server TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        approval TEXT,
+        args TEXT,
+        input_refs TEXT NOT NULL DEFAULT '[]',
+        error TEXT,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        expires_at_ms INTEGER,
+        duration_ms INTEGER
+     );
+     CREATE INDEX runs_by_tool ON runs (tool, persona, created_at_ms);
+     CREATE INDEX runs_by_time ON runs (created_at_ms);
+     CREATE INDEX runs_pending ON runs (approval) WHERE approval = 'pending';
+     CREATE TABLE refs (
+        ref_id TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        label TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+     );
+     ALTER TABLE events ADD COLUMN run_id TEXT;
+     ALTER TABLE events ADD COLUMN persona TEXT;
+     ALTER TABLE events ADD COLUMN outcome TEXT;
+     ALTER TABLE events ADD COLUMN duration_ms INTEGER;
+     CREATE INDEX events_run ON events (run_id);
+     CREATE TRIGGER gen_personas_i AFTER INSERT ON personas BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_personas_d AFTER DELETE ON personas BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_grants_i AFTER INSERT ON skill_grants BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_grants_d AFTER DELETE ON skill_grants BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_settings_i AFTER INSERT ON skill_settings BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_settings_u AFTER UPDATE ON skill_settings BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_settings_d AFTER DELETE ON skill_settings BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_installed_i AFTER INSERT ON installed_skills BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_installed_u AFTER UPDATE ON installed_skills BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_installed_d AFTER DELETE ON installed_skills BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_tools_i AFTER INSERT ON mcp_tools BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_tools_u AFTER UPDATE ON mcp_tools BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_tools_d AFTER DELETE ON mcp_tools BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_pins_i AFTER INSERT ON mcp_tool_pins BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_pins_u AFTER UPDATE ON mcp_tool_pins BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_pins_d AFTER DELETE ON mcp_tool_pins BEGIN UPDATE generation SET value = value + 1; END;",
 ];
 
 /// One installed skill version as recorded.
@@ -108,6 +180,41 @@ fn parse_version(s: String) -> rusqlite::Result<semver::Version> {
 }
 
 impl Store {
+    /// The connection, for the modules that keep their own tables here
+    /// (personas, runs, refs).
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, mutably (for transactions).
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The state generation: bumped by every change to personas, grants,
+    /// skill enablement or trust, installs, discovered MCP tools and pins
+    /// (triggers), and by [`Store::bump_generation`].
+    pub fn generation(&self) -> rusqlite::Result<i64> {
+        self.conn
+            .prepare_cached("SELECT value FROM generation WHERE id = 1")?
+            .query_row([], |r| r.get(0))
+    }
+
+    /// Bumps the generation for a change the database does not see (the
+    /// MCP servers' configuration file).
+    pub fn bump_generation(&self) -> rusqlite::Result<()> {
+        self.conn
+            .execute("UPDATE generation SET value = value + 1 WHERE id = 1", [])?;
+        Ok(())
+    }
+
+    /// SQLite's `data_version`: changes when another connection commits.
+    pub fn data_version(&self) -> rusqlite::Result<i64> {
+        self.conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))
+    }
+
     /// Opens (creating and migrating) the database in `data_dir`.
     pub fn open(data_dir: &Path) -> anyhow::Result<Store> {
         let path = data_dir.join(DB_FILE);

@@ -255,6 +255,10 @@ pub struct ServerConfig {
     /// Per-tool classification overrides, by the tool's name on the server.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, ToolOverride>,
+    /// The canonical worker the server's tools belong to (the host checks
+    /// it against its list; default `general_worker`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specialist: Option<String>,
 }
 
 fn yes() -> bool {
@@ -307,6 +311,7 @@ impl ServerConfig {
             allowed_persona_ids: Vec::new(),
             timeouts: Timeouts::default(),
             tools: BTreeMap::new(),
+            specialist: None,
         }
     }
 

@@ -133,6 +133,13 @@ pub trait PinStore: Send + Sync {
     /// Records that `tool` changed from `old` to `new` (a `tool_changed`
     /// event); called once per new definition.
     fn tool_changed(&self, server: &str, tool: &str, old: &str, new: &str) -> anyhow::Result<()>;
+    /// Called after every discovery with the server's registered tools, so
+    /// a store can keep them for processes that do not run the server.
+    /// The default does nothing.
+    fn discovered(&self, server: &str, tools: &[RegisteredTool]) -> anyhow::Result<()> {
+        let _ = (server, tools);
+        Ok(())
+    }
 }
 
 /// A [`PinStore`] in memory, for tests and one-shot commands.
@@ -203,7 +210,7 @@ impl ManagerOptions {
 }
 
 /// A registered tool with its availability.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct RegisteredTool {
     /// The tool.
     #[serde(flatten)]
@@ -899,6 +906,9 @@ async fn discover(
             tool,
             disabled_reason,
         });
+    }
+    if let Err(e) = inner.opts.pins.discovered(&config.name, &out) {
+        tracing::warn!(server = %config.name, "cannot store the discovered tools: {e}");
     }
     *slot.tools.write().unwrap_or_else(|e| e.into_inner()) = out;
     Ok(())

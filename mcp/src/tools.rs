@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::config::ServerConfig;
 
 /// One tool discovered on a server, classified.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct McpTool {
     /// The registered (host-wide) name, `server.tool`.
     pub name: String,
@@ -51,10 +51,15 @@ pub struct McpTool {
     /// Whether a call needs the operator's confirmation.
     pub requires_confirmation: bool,
     /// The time a call may take.
-    #[serde(serialize_with = "as_secs")]
+    #[serde(serialize_with = "as_secs", deserialize_with = "from_secs")]
     pub timeout: Duration,
     /// sha256 of the name, description, schemas and annotations.
     pub definition_hash: String,
+}
+
+fn from_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let secs = <f64 as serde::Deserialize>::deserialize(d)?;
+    Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
 }
 
 fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

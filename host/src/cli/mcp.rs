@@ -2,13 +2,10 @@
 //! their tools.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use skillhost_mcp::{
-    CONFIG_FILE, McpConfig, McpManager, ServerConfig, ServerState, TestReport, TransportKind,
-};
+use skillhost_mcp::{CONFIG_FILE, McpConfig, ServerConfig, TestReport, TransportKind};
 
 use crate::data_dir::DataDir;
 use crate::mcp_state::stdio_policy;
@@ -129,8 +126,11 @@ fn update<T>(
     data: &DataDir,
     change: impl FnOnce(&mut McpConfig) -> Result<T, String>,
 ) -> anyhow::Result<T> {
-    McpConfig::update(&data.dir, change)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))
+    let out = McpConfig::update(&data.dir, change)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))?;
+    // A running host rebuilds its registry on the next call.
+    Store::open(&data.root)?.bump_generation()?;
+    Ok(out)
 }
 
 /// The "no such server" message.
@@ -360,8 +360,8 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
                 c.servers.retain(|s| s.name != name);
                 Ok(())
             })?;
-            let mut store = Store::open(&data.root)?;
-            store.mcp_replace_pins(&name, &[])?;
+            let store = Store::open(&data.root)?;
+            store.forget_mcp_server(&name)?;
             store.record_event("server_removed", Some(&name), None, &json!({}))?;
             println!("removed {name:?}");
             Ok(())
@@ -522,53 +522,4 @@ fn read_logs(data: &DataDir, name: &str, bytes: usize) -> anyhow::Result<String>
             }
         })
         .collect())
-}
-
-/// `skillhost call SERVER.TOOL`: starts just that server, calls, stops it.
-/// A timeout prints the seed's `{"status":"timeout",…}` object on stdout
-/// and fails.
-pub(crate) async fn call(
-    data_dir: &Path,
-    server: &ServerConfig,
-    tool: &str,
-    arguments: Value,
-) -> anyhow::Result<()> {
-    if !server.enabled {
-        anyhow::bail!(
-            "MCP server {:?} is disabled (`skillhost mcp enable {}`)",
-            server.name,
-            server.name
-        );
-    }
-    let manager = McpManager::new(crate::mcp_state::mcp_manager_options(data_dir)?);
-    manager.start(server.clone());
-    let status = manager
-        .wait_settled(
-            &server.name,
-            server.timeouts.connect() + Duration::from_secs(1),
-        )
-        .await;
-    let result = match status {
-        Some(s) if s.state == ServerState::Ready => manager.call(tool, arguments, None, None).await,
-        other => {
-            manager.shutdown().await;
-            let why = other
-                .and_then(|s| s.last_error)
-                .unwrap_or_else(|| "it did not become ready".into());
-            anyhow::bail!("MCP server {:?} is not ready: {why}", server.name);
-        }
-    };
-    manager.shutdown().await;
-    match result {
-        Ok(r) => {
-            println!("{}", serde_json::to_string_pretty(&r)?);
-            Ok(())
-        }
-        Err(e) => {
-            if let Some(t) = e.timeout_json() {
-                println!("{t}");
-            }
-            Err(e.into())
-        }
-    }
 }

@@ -4,7 +4,10 @@ mod author;
 mod demo;
 mod demo_mcp;
 mod mcp;
+mod personas;
+mod runs;
 mod skills;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -118,14 +121,54 @@ enum Command {
     /// Configure, test and inspect MCP servers (data/mcp_servers.json).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Create, list and remove personas.
+    #[command(subcommand)]
+    Personas(personas::PersonasCommand),
+    /// Grant MCP servers and skills to personas, and show a persona's grants.
+    #[command(subcommand)]
+    Grants(personas::GrantsCommand),
+    /// The tool registry.
+    #[command(subcommand)]
+    Tools(tools::ToolsCommand),
+    /// Runs: list, show, approve and deny.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
+    /// Blobs passed to calls by reference (input refs).
+    #[command(subcommand)]
+    Refs(runs::RefsCommand),
+    /// Why can't this persona use that tool? Walks server → registry →
+    /// grants → runs → approvals → server log and names the first broken
+    /// link.
+    Why {
+        /// The persona.
+        #[arg(long)]
+        persona: String,
+        /// The tool.
+        tool: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
 struct CallArgs {
-    /// The tool to call, e.g. `text.word_count`.
+    /// The tool to call, e.g. `text.word_count` or `SERVER.TOOL`.
     tool: String,
-    /// A skill folder to load the tool from (skill.yaml + built component).
+    /// Call as this persona (only its granted tools). Without it the
+    /// operator calls, who may call every registered tool.
     #[arg(long)]
+    persona: Option<String>,
+    /// Confirm up front: a tool that requires confirmation runs without
+    /// stopping in waiting_approval.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// An input ref the tool may read (repeatable; `skillhost refs add`).
+    #[arg(long = "ref", value_name = "REF")]
+    refs: Vec<String>,
+    /// A skill folder to load the tool from directly (development: no
+    /// registry, no persona, no run recorded).
+    #[arg(long, conflicts_with_all = ["persona", "refs"])]
     skill: Option<PathBuf>,
     /// The arguments, a JSON object.
     #[arg(long, default_value = "{}")]
@@ -139,6 +182,9 @@ struct CallArgs {
     /// Wall-clock deadline for this call, in milliseconds.
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Print the whole run report as JSON (run id, outcome, output, error).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs the command line; the binary's `main` is only this.
@@ -156,7 +202,7 @@ pub fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", one_line(&format!("{e:#}")));
             ExitCode::FAILURE
@@ -193,7 +239,16 @@ fn open_sandbox(data_dir: &Path) -> anyhow::Result<Sandbox> {
         .build()
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Call(args) => return call(&cli.data_dir, args).await,
+        Command::Runs(cmd) => return runs::runs(&cli.data_dir, cmd).await,
+        _ => {}
+    }
+    run_plain(cli).await.map(|()| ExitCode::SUCCESS)
+}
+
+async fn run_plain(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Build { dir } => {
             let out = tokio::task::spawn_blocking(move || crate::guest_build::build_skill(&dir))
@@ -201,7 +256,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", out.display());
             Ok(())
         }
-        Command::Call(args) => call(&cli.data_dir, args).await,
+        Command::Call(_) | Command::Runs(_) => Ok(()),
         Command::Demo => demo::run(&cli.data_dir).await,
         Command::New { name, dir } => {
             let made = author::new_skill(&name, &dir)?;
@@ -243,10 +298,69 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd),
         Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd),
         Command::Mcp(cmd) => mcp::run(&cli.data_dir, cmd).await,
+        Command::Personas(cmd) => personas::personas(&cli.data_dir, cmd).await,
+        Command::Grants(cmd) => personas::grants(&cli.data_dir, cmd).await,
+        Command::Tools(cmd) => tools::tools(&cli.data_dir, cmd).await,
+        Command::Refs(cmd) => runs::refs(&cli.data_dir, cmd).await,
+        Command::Why {
+            persona,
+            tool,
+            json,
+        } => tools::why(&cli.data_dir, &persona, &tool, json).await,
     }
 }
 
-async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<()> {
+/// The host for this data dir (MCP servers on demand).
+async fn open_host(data_dir: &Path) -> anyhow::Result<crate::host::Host> {
+    crate::host::HostBuilder::new(data_dir)
+        .sandbox(open_sandbox(data_dir)?)
+        .build()
+        .await
+}
+
+/// Exit code of a call that stopped in `waiting_approval`.
+const EXIT_WAITING_APPROVAL: u8 = 3;
+
+/// Prints a run report: the output on stdout for `ok` (exit 0); for
+/// `waiting_approval` the run id and how to approve on stderr (exit 3);
+/// otherwise the error on stderr (exit 1; an MCP timeout's JSON goes to
+/// stdout too). With `json` the whole report goes to stdout.
+fn print_report(report: &crate::host::RunReport, json: bool) -> anyhow::Result<ExitCode> {
+    use crate::runs::Outcome;
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    }
+    match report.outcome {
+        Outcome::Ok => {
+            if !json {
+                let out = report.output.clone().unwrap_or_default();
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::WaitingApproval => {
+            eprintln!(
+                "waiting_approval: {}",
+                one_line(report.error.as_deref().unwrap_or(""))
+            );
+            Ok(ExitCode::from(EXIT_WAITING_APPROVAL))
+        }
+        outcome => {
+            let error = report.error.clone().unwrap_or_default();
+            if !json && outcome == Outcome::Timeout && error.starts_with('{') {
+                println!("{error}");
+            }
+            if outcome == Outcome::Error {
+                eprintln!("error: {}", one_line(&error));
+            } else {
+                eprintln!("error: {outcome}: {}", one_line(&error));
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments: serde_json::Value = serde_json::from_str(&args.args)
         .map_err(|e| anyhow::anyhow!("--args is not valid JSON: {e}"))?;
     let request = LimitsRequest {
@@ -254,22 +368,25 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<()> {
         memory_bytes: args.memory_mb.map(|mb| mb.saturating_mul(1 << 20)),
         timeout_ms: args.timeout_ms,
     };
-    if args.skill.is_none()
-        && let Some((prefix, _)) = args.tool.split_once('.')
-    {
-        let data = crate::data_dir::DataDir::open(data_dir)?;
-        let config = skillhost_mcp::McpConfig::load(&data.dir)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))?;
-        if let Some(server) = config.server(prefix) {
-            return mcp::call(data_dir, server, &args.tool, arguments).await;
-        }
+    if let Some(dir) = &args.skill {
+        let sandbox = open_sandbox(data_dir)?;
+        let skill = Skill::load_dir(&sandbox, dir)?;
+        let out = skill.call(&args.tool, &arguments, &request).await?;
+        println!("{}", serde_json::to_string_pretty(&out.output)?);
+        return Ok(ExitCode::SUCCESS);
     }
-    let sandbox = open_sandbox(data_dir)?;
-    let skill = match &args.skill {
-        Some(dir) => Skill::load_dir(&sandbox, dir)?,
-        None => skills::find_tool(data_dir, &sandbox, &args.tool)?,
+    let host = open_host(data_dir).await?;
+    let caller = match &args.persona {
+        Some(p) => crate::host::Caller::persona(p.clone()),
+        None => crate::host::Caller::Operator,
     };
-    let out = skill.call(&args.tool, &arguments, &request).await?;
-    println!("{}", serde_json::to_string_pretty(&out.output)?);
-    Ok(())
+    let req = crate::host::CallRequest {
+        input_refs: args.refs.clone(),
+        limits: request,
+        confirmed: args.yes,
+        cancel: None,
+    };
+    let report = host.call(&caller, &args.tool, arguments, &req).await;
+    host.shutdown().await;
+    print_report(&report, args.json)
 }

@@ -111,13 +111,21 @@ impl skillhost::plugin::host::Host for CallState {
     fn read_ref(
         &mut self,
         reference: String,
-        _offset: u64,
-        _len: u32,
+        offset: u64,
+        len: u32,
     ) -> wasmtime::Result<Result<Vec<u8>, WitToolError>> {
         self.charge_hostward(reference.len())?;
-        Ok(Err(WitToolError::Denied(format!(
-            "reference `{}` was not passed to this call",
-            escape_control(&reference, 128, false)
-        ))))
+        let Some(refs) = self.refs.clone() else {
+            return Ok(Err(WitToolError::Denied(format!(
+                "reference `{}` was not passed to this call",
+                escape_control(&reference, 128, false)
+            ))));
+        };
+        let result = refs.read(&reference, offset, len);
+        if let Ok(bytes) = &result {
+            // The bytes are copied into guest memory; they count too.
+            self.charge_hostward(bytes.len())?;
+        }
+        Ok(result.map_err(WitToolError::from))
     }
 }

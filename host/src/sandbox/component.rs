@@ -10,7 +10,7 @@ use wasmtime::component::Component;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::SkillPre;
-use super::invoke::Invoker;
+use super::invoke::{Invoker, RefReader};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 use super::state::{CallIdentity, CallState, HostTrap};
 use super::{SandboxInner, imports};
@@ -76,6 +76,8 @@ pub struct CallOptions {
     /// A deadline inherited from a caller; the call ends by the earlier of
     /// this and its own timeout.
     pub not_after: Option<Instant>,
+    /// What `host.read-ref` reads; `None` denies every ref.
+    pub refs: Option<Arc<dyn RefReader>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -242,6 +244,7 @@ impl SkillComponent {
             opts.config.clone(),
             opts.invoker.clone(),
             opts.depth,
+            opts.refs.clone(),
         );
         let mut store = Store::new(&self.inner.sandbox.engine, state);
         store.limiter(|s| &mut s.limiter);

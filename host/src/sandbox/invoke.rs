@@ -46,3 +46,22 @@ pub trait Invoker: Send + Sync {
     /// Runs one invocation.
     fn invoke(&self, request: InvokeRequest) -> InvokeFuture;
 }
+
+/// Reads the blobs passed to one call by reference (`host.read-ref`).
+///
+/// Whoever starts a call decides which refs it may read; a reader that is
+/// not given denies every ref.
+///
+/// ```
+/// use skillhost::{RefReader, ToolError};
+/// struct NoRefs;
+/// impl RefReader for NoRefs {
+///     fn read(&self, reference: &str, _offset: u64, _len: u32) -> Result<Vec<u8>, ToolError> {
+///         Err(ToolError::Denied(format!("reference `{reference}` was not passed to this call")))
+///     }
+/// }
+/// ```
+pub trait RefReader: Send + Sync {
+    /// Up to `len` bytes at `offset` of `reference`; empty at the end.
+    fn read(&self, reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolError>;
+}

@@ -22,7 +22,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
-pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH};
+pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefReader};
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 
 use crate::limits::LimitsPolicy;

@@ -14,7 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::invoke::Invoker;
+use super::invoke::{Invoker, RefReader};
 use super::outcome::TrapReason;
 use crate::limits::Limits;
 
@@ -237,6 +237,7 @@ pub(crate) struct CallState {
     pub config: Arc<BTreeMap<String, String>>,
     pub invoker: Option<Arc<dyn Invoker>>,
     pub depth: u32,
+    pub refs: Option<Arc<dyn RefReader>>,
     /// The first deliberate trap a host function raised.
     pub host_trap: Option<HostTrap>,
 }
@@ -250,6 +251,7 @@ impl CallState {
         config: Arc<BTreeMap<String, String>>,
         invoker: Option<Arc<dyn Invoker>>,
         depth: u32,
+        refs: Option<Arc<dyn RefReader>>,
     ) -> CallState {
         let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
         let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
@@ -279,6 +281,7 @@ impl CallState {
             config,
             invoker,
             depth,
+            refs,
             host_trap: None,
         }
     }

@@ -1,4 +1,5 @@
-//! Text tools: word counts and regex replacement.
+//! Text tools: word counts (of a text or of a blob passed by reference)
+//! and regex replacement.
 
 use serde::{Deserialize, Serialize};
 use skillhost_guest::{ToolError, skill};
@@ -52,7 +53,34 @@ fn regex_replace(args: RegexReplaceArgs) -> Result<Replaced, ToolError> {
     Ok(Replaced { text, replacements })
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RefCountArgs {
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+/// Bytes read from the host per `read-ref` call.
+const CHUNK: u32 = 64 << 10;
+
+/// Counts a blob passed by reference (an input ref), reading it in chunks.
+/// Invalid UTF-8 is counted as replacement characters.
+fn count_ref(args: RefCountArgs) -> Result<WordCount, ToolError> {
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = skillhost_guest::read_ref(&args.reference, bytes.len() as u64, CHUNK)?;
+        if chunk.is_empty() {
+            break;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    word_count(WordCountArgs {
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    })
+}
+
 skill! {
     "text.word_count" => word_count,
     "text.regex_replace" => regex_replace,
+    "text.count_ref" => count_ref,
 }

@@ -1,0 +1,217 @@
+//! `skillhost runs …` and `skillhost refs …`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+
+use super::{open_host, print_report};
+use crate::runs::{RunFilter, RunRecord};
+
+#[derive(Debug, Subcommand)]
+pub(super) enum RunsCommand {
+    /// Runs, newest first.
+    List {
+        /// Only this persona's runs (`operator` for the operator's).
+        #[arg(long)]
+        persona: Option<String>,
+        /// Only this tool's runs.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only runs waiting for approval.
+        #[arg(long)]
+        pending: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run.
+    Show {
+        /// The run id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a run waiting for approval: executes exactly the approved
+    /// arguments, once, and prints the result.
+    Approve {
+        /// The run id.
+        id: String,
+        /// Print the whole run report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deny a run waiting for approval.
+    Deny {
+        /// The run id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum RefsCommand {
+    /// Store a file as a blob and print its ref id (pass it to a call with
+    /// `--ref`). Only the file's name is kept, never its path.
+    Add {
+        /// The file.
+        file: PathBuf,
+    },
+    /// List stored refs.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a ref and its blob.
+    Remove {
+        /// The ref id.
+        id: String,
+    },
+}
+
+fn line(r: &RunRecord) -> String {
+    format!(
+        "{:<29} {:<18} {:<16} {:<24} {:<22} {:>7}  {}",
+        r.run_id,
+        r.outcome.as_str(),
+        r.persona.as_deref().unwrap_or("(operator)"),
+        r.tool,
+        r.server,
+        r.duration_ms
+            .map(|d| format!("{d}ms"))
+            .unwrap_or_else(|| "-".into()),
+        r.error.as_deref().unwrap_or("")
+    )
+}
+
+pub(super) async fn runs(
+    data_dir: &Path,
+    cmd: RunsCommand,
+) -> anyhow::Result<std::process::ExitCode> {
+    let host = open_host(data_dir).await?;
+    let mut code = std::process::ExitCode::SUCCESS;
+    match cmd {
+        RunsCommand::List {
+            persona,
+            tool,
+            pending,
+            limit,
+            json,
+        } => {
+            let operator_only = persona.as_deref() == Some("operator");
+            let runs = host.runs(&RunFilter {
+                persona: persona.filter(|p| p != "operator"),
+                operator_only,
+                tool,
+                pending_only: pending,
+                limit,
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&runs)?);
+            } else if runs.is_empty() {
+                println!("no runs");
+            } else {
+                println!(
+                    "{:<29} {:<18} {:<16} {:<24} {:<22} {:>7}  ERROR",
+                    "RUN", "OUTCOME", "PERSONA", "TOOL", "SERVER", "TIME"
+                );
+                for r in &runs {
+                    println!("{}", line(r));
+                }
+            }
+        }
+        RunsCommand::Show { id, json } => {
+            let Some(run) = host.run(&id)? else {
+                anyhow::bail!("there is no run {id:?} (`skillhost runs list` shows runs)");
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&run)?);
+            } else {
+                println!("run       {}", run.run_id);
+                println!("outcome   {}", run.outcome);
+                if let Some(a) = &run.approval {
+                    println!("approval  {a}");
+                }
+                println!(
+                    "persona   {}",
+                    run.persona.as_deref().unwrap_or("(operator)")
+                );
+                println!("tool      {}", run.tool);
+                println!("server    {}", run.server);
+                if let Some(d) = run.duration_ms {
+                    println!("duration  {d} ms");
+                }
+                if let Some(p) = &run.parent_run_id {
+                    println!("parent    {p}");
+                }
+                if let Some(a) = &run.args {
+                    println!("args      {a}");
+                }
+                if !run.input_refs.is_empty() {
+                    println!("refs      {}", run.input_refs.join(", "));
+                }
+                if let Some(e) = &run.error {
+                    println!("error     {e}");
+                }
+            }
+        }
+        RunsCommand::Approve { id, json } => {
+            let report = host.approve(&id).await?;
+            code = print_report(&report, json)?;
+        }
+        RunsCommand::Deny { id } => {
+            let run = host.deny(&id)?;
+            println!(
+                "denied {} ({} for {})",
+                run.run_id,
+                run.tool,
+                run.persona.as_deref().unwrap_or("the operator")
+            );
+        }
+    }
+    host.shutdown().await;
+    Ok(code)
+}
+
+pub(super) async fn refs(data_dir: &Path, cmd: RefsCommand) -> anyhow::Result<()> {
+    let host = open_host(data_dir).await?;
+    match cmd {
+        RefsCommand::Add { file } => {
+            let mut f = std::fs::File::open(&file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let label = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "blob".into());
+            let info = host.add_ref(&mut f, &label)?;
+            println!("{}", info.ref_id);
+        }
+        RefsCommand::List { json } => {
+            let refs = host.refs()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&refs)?);
+            } else if refs.is_empty() {
+                println!("no refs (`skillhost refs add FILE`)");
+            } else {
+                for r in refs {
+                    println!(
+                        "{}  {:>10}  {}  {}",
+                        r.ref_id,
+                        r.size,
+                        &r.sha256[..12.min(r.sha256.len())],
+                        r.label
+                    );
+                }
+            }
+        }
+        RefsCommand::Remove { id } => {
+            host.remove_ref(&id)?;
+            println!("removed {id}");
+        }
+    }
+    host.shutdown().await;
+    Ok(())
+}
