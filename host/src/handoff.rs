@@ -913,7 +913,7 @@ fn invokes(next: &str, after: Option<&str>, windows: bool) -> bool {
         return true;
     }
     let file = next
-        .trim_end_matches(|c| matches!(c, '"' | '\'' | ',' | ';'))
+        .trim_end_matches(['"', '\'', ',', ';'])
         .to_ascii_lowercase();
     SCRIPT_EXTENSIONS
         .iter()

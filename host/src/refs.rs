@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn unknown_id_is_an_error_naming_it() {
         let (_tmp, _data, blobs) = store();
-        let id = RefBlobs::new_id();
+        let id = RefBlobs::try_new_id().expect("id");
         let msg = format!("{:#}", blobs.read_at(&id, 0, 1).expect_err("unknown"));
         assert!(msg.contains(&id) && msg.contains("unknown ref id"), "{msg}");
     }
@@ -530,7 +530,11 @@ mod tests {
         let (tmp, _data, blobs) = store();
         let stored = blobs.put(&mut &b"keep"[..]).expect("put");
         let refs = tmp.path().join(REFS_DIR);
-        std::fs::write(refs.join(format!(".tmp-{}", RefBlobs::new_id())), b"a").expect("w");
+        std::fs::write(
+            refs.join(format!(".tmp-{}", RefBlobs::try_new_id().expect("id"))),
+            b"a",
+        )
+        .expect("w");
         std::fs::write(refs.join(".tmp-whatever"), b"b").expect("w");
         std::fs::write(refs.join("other"), b"c").expect("w");
         assert_eq!(blobs.sweep_temp().expect("sweep"), 2);
@@ -550,7 +554,7 @@ mod tests {
         let refs = tmp.path().join(REFS_DIR);
         std::fs::write(refs.join(".tmp-x"), b"a").expect("w");
         std::fs::write(refs.join("notes.txt"), b"a").expect("w");
-        std::fs::create_dir(refs.join(RefBlobs::new_id())).expect("mkdir");
+        std::fs::create_dir(refs.join(RefBlobs::try_new_id().expect("id"))).expect("mkdir");
         assert_eq!(blobs.ids().expect("ids"), want);
     }
 

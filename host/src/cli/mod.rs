@@ -296,7 +296,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Uninstall { spec } => skills::uninstall(&cli.data_dir, &spec),
         Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd),
-        Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd),
+        Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd).await,
         Command::Mcp(cmd) => mcp::run(&cli.data_dir, cmd).await,
         Command::Personas(cmd) => personas::personas(&cli.data_dir, cmd).await,
         Command::Grants(cmd) => personas::grants(&cli.data_dir, cmd).await,

@@ -228,7 +228,16 @@ pub(super) fn trust(data_dir: &Path, cmd: TrustCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn skills(data_dir: &Path, cmd: SkillsCommand) -> anyhow::Result<()> {
+pub(super) async fn skills(data_dir: &Path, cmd: SkillsCommand) -> anyhow::Result<()> {
+    let states = match &cmd {
+        SkillsCommand::List { .. } => {
+            let host = super::open_host(data_dir).await?;
+            let states = host.skills();
+            host.shutdown().await;
+            states?
+        }
+        _ => Vec::new(),
+    };
     let (data, mut store) = open_state(data_dir)?;
     let (entries, problems) = catalog::effective(&data, &store)?;
     let known = |name: &str| -> anyhow::Result<()> {
@@ -243,20 +252,48 @@ pub(super) fn skills(data_dir: &Path, cmd: SkillsCommand) -> anyhow::Result<()> 
             for p in &problems {
                 eprintln!("warning: {p}");
             }
+            // The registry's view: ready, unresolved (with the names that
+            // match no tool), untrusted, disabled or invalid.
+            let states: Vec<(String, serde_json::Value)> = states
+                .iter()
+                .map(|s| {
+                    let v = serde_json::to_value(&s.state).unwrap_or_default();
+                    (s.name.clone(), v)
+                })
+                .collect();
+            let state_of = |name: &str| {
+                states
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
             if json {
-                println!("{}", serde_json::to_string_pretty(&entries)?);
+                let mut out = Vec::new();
+                for e in &entries {
+                    let mut v = serde_json::to_value(e)?;
+                    if let (Some(obj), serde_json::Value::Object(state)) =
+                        (v.as_object_mut(), state_of(&e.name))
+                    {
+                        obj.extend(state);
+                    }
+                    out.push(v);
+                }
+                println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
                 println!(
-                    "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} shadows",
-                    "NAME", "VERSION", "SOURCE", "DIGEST", "SIGNER", "TRUSTED", "ENABLED"
+                    "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {:<11} shadows",
+                    "NAME", "VERSION", "SOURCE", "DIGEST", "SIGNER", "TRUSTED", "ENABLED", "STATE"
                 );
                 for e in &entries {
+                    let state = state_of(&e.name);
+                    let state_name = state["state"].as_str().unwrap_or("-").to_string();
                     let source = serde_json::to_value(&e.source)?
                         .as_str()
                         .unwrap_or_default()
                         .to_string();
                     println!(
-                        "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {}",
+                        "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {:<11} {}",
                         e.name,
                         e.version.to_string(),
                         source,
@@ -264,12 +301,20 @@ pub(super) fn skills(data_dir: &Path, cmd: SkillsCommand) -> anyhow::Result<()> 
                         e.signer.as_deref().unwrap_or("-"),
                         if e.trusted { "yes" } else { "NO" },
                         if e.enabled { "yes" } else { "no" },
+                        state_name,
                         if e.shadows.is_empty() {
                             "-".to_string()
                         } else {
                             e.shadows.join(", ")
                         }
                     );
+                    if let Some(missing) = state["missing"].as_array() {
+                        let names: Vec<&str> = missing.iter().filter_map(|m| m.as_str()).collect();
+                        println!("    unresolved tool_names: {}", names.join(", "));
+                    }
+                    if let Some(error) = state["error"].as_str() {
+                        println!("    invalid: {error}");
+                    }
                 }
             }
         }
