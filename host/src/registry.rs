@@ -30,6 +30,9 @@ use crate::catalog::{SkillEntry, SkillSource};
 use crate::manifest::SkillManifest;
 use crate::schema::{Schema, default_args_schema};
 
+/// The `server` of a skill's tools: `skill:<skill name>`.
+pub(crate) const SKILL_SERVER_PREFIX: &str = "skill:";
+
 /// The canonical worker names a tool's `specialist` may be, when
 /// `settings.json` does not list its own.
 ///
@@ -360,7 +363,7 @@ impl Registry {
     /// Registers a trusted, enabled skill's tools (all or none: an invalid
     /// specialist or schema makes the whole skill invalid).
     fn register_skill(&mut self, m: &SkillManifest, specialists: &[String]) -> Result<(), String> {
-        let server = format!("skill:{}", m.name);
+        let server = format!("{SKILL_SERVER_PREFIX}{}", m.name);
         let mut entries = Vec::new();
         for t in &m.tools {
             let specialist = t
@@ -470,6 +473,49 @@ impl Registry {
                 self.entries.insert(name, Arc::new(e));
             }
         }
+    }
+
+    /// Why `tool`, which is not registered, is not: the skill that
+    /// declares it is untrusted, disabled, invalid or lost a name conflict,
+    /// or its MCP server is disabled. `None` when nothing declares it.
+    pub fn unregistered_reason(&self, tool: &str) -> Option<String> {
+        for (name, info) in &self.skills {
+            let Some(m) = &info.manifest else { continue };
+            if !m.tools.iter().any(|t| t.name == tool) {
+                continue;
+            }
+            return Some(match &info.state {
+                SkillState::Untrusted => format!(
+                    "`{tool}` belongs to skill `{name}`, which is untrusted; \
+                     `skillhost skills trust {name}` trusts it"
+                ),
+                SkillState::Disabled => format!(
+                    "`{tool}` belongs to skill `{name}`, which is disabled; \
+                     `skillhost skills enable {name}` enables it"
+                ),
+                SkillState::Invalid { error } => {
+                    format!("`{tool}` belongs to skill `{name}`, which is invalid: {error}")
+                }
+                SkillState::Ready | SkillState::Unresolved { .. } => format!(
+                    "`{tool}` of skill `{name}` lost a name conflict (`skillhost tools list` \
+                     reports it)"
+                ),
+            });
+        }
+        let (server, _) = tool.split_once('.')?;
+        let info = self.servers.get(server)?;
+        let tool = crate::escape::escape_control(tool, 128, false);
+        Some(if info.enabled {
+            format!(
+                "MCP server `{server}` has no tool `{tool}` (`skillhost mcp tools {server}` \
+                 lists its tools)"
+            )
+        } else {
+            format!(
+                "`{tool}` would come from MCP server `{server}`, which is disabled; \
+                 `skillhost mcp enable {server}` enables it"
+            )
+        })
     }
 
     /// Whether `persona` (`None`: the operator) may use the entry. A

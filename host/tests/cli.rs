@@ -113,7 +113,7 @@ fn bad_input_is_invalid_input() {
         data.path(),
         &["call", "text.word_count", "--args", r#"{"text": 5}"#],
     );
-    assert_one_line_failure(&o, &["invalid-input"]);
+    assert_one_line_failure(&o, &["do not match the input schema of `text.word_count`"]);
     assert!(stderr(&o).contains("/text"), "{}", stderr(&o));
     let o = skillhost(
         data.path(),
@@ -131,7 +131,7 @@ fn bad_input_is_invalid_input() {
     );
     assert_one_line_failure(&o, &["--args is not valid JSON"]);
     let o = skillhost(data.path(), &["call", "no.such_tool"]);
-    assert_one_line_failure(&o, &["no skill has a tool `no.such_tool`"]);
+    assert_one_line_failure(&o, &["no tool named `no.such_tool` is registered"]);
 }
 
 #[test]
@@ -384,4 +384,77 @@ fn local_folders_shadow_builtins_by_the_documented_rule() {
     std::fs::write(data.path().join("settings.json"), "{\"skill_dirs\": [}").unwrap();
     let o = skillhost(data.path(), &["skills", "list"]);
     assert_one_line_failure(&o, &["settings.json", "line 1"]);
+}
+
+/// `--handoff` in, `--emit-handoff` out: refs travel by id, paths and
+/// commands are refused before any tool runs, and local paths in a result
+/// never reach the next step.
+#[test]
+fn structured_handoffs_between_calls() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("notes.txt");
+    std::fs::write(&file, "one two three\nfour").unwrap();
+    let o = skillhost(data.path(), &["refs", "add", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = common::stdout(&o)
+        .split_whitespace()
+        .find(|w| w.starts_with("ref_"))
+        .expect("a ref id")
+        .to_string();
+
+    // A handoff carrying the ref reaches the tool that reads it.
+    let h = work.path().join("in.json");
+    std::fs::write(
+        &h,
+        serde_json::json!({"args": {"ref": id}, "input_refs": [id]}).to_string(),
+    )
+    .unwrap();
+    let o = skillhost(
+        data.path(),
+        &["call", "text.count_ref", "--handoff", h.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(out["words"], 4, "{out}");
+
+    // Host paths and interpreter invocations are refused, naming the field;
+    // no run is recorded for them.
+    for (args, what) in [
+        (serde_json::json!({"text": "/etc/passwd"}), "host path"),
+        (
+            serde_json::json!({"text": "python3 -c 'import os'"}),
+            "python invocation",
+        ),
+        (serde_json::json!({"path": "notes"}), "names a path"),
+    ] {
+        std::fs::write(&h, serde_json::json!({ "args": args }).to_string()).unwrap();
+        let o = skillhost(
+            data.path(),
+            &["call", "text.word_count", "--handoff", h.to_str().unwrap()],
+        );
+        assert_one_line_failure(&o, &[what]);
+        assert!(stderr(&o).contains("/args/"), "{}", stderr(&o));
+    }
+    let runs = skillhost(data.path(), &["runs", "list", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+
+    // The result handed on has every local path removed.
+    let o = skillhost(
+        data.path(),
+        &[
+            "call",
+            "text.regex_replace",
+            "--emit-handoff",
+            "--args",
+            r#"{"text": "saved to X", "pattern": "X", "replacement": "/home/ada/out.csv"}"#,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let next: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        next,
+        serde_json::json!({"args": {"text": "saved to [local path removed]", "replacements": 1}, "input_refs": []})
+    );
 }

@@ -161,12 +161,25 @@ fn import_test_tools_enable_call() {
     assert_eq!(out["content"][0]["text"], "value-of-a");
     assert_eq!(out["structuredContent"]["result"], "value-of-a");
 
-    // A tool error names the server and the tool.
+    // A tool not annotated read-only waits for approval unless confirmed.
     let o = skillhost(
         &data,
         &["call", "py.fail", "--args", r#"{"message": "nope"}"#],
     );
-    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("waiting_approval"), "{}", stderr(&o));
+    // A tool error names the server and the tool.
+    let o = skillhost(
+        &data,
+        &[
+            "call",
+            "py.fail",
+            "--yes",
+            "--args",
+            r#"{"message": "nope"}"#,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
         e.contains("\"py\"") && e.contains("\"fail\"") && e.contains("nope"),

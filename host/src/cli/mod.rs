@@ -173,6 +173,16 @@ struct CallArgs {
     /// The arguments, a JSON object.
     #[arg(long, default_value = "{}")]
     args: String,
+    /// Take the arguments and input refs from a structured handoff file
+    /// (`{"args": {...}, "input_refs": [...]}`, `-` for stdin) written by a
+    /// previous step; a handoff holding a host path, a shell command or an
+    /// interpreter invocation is refused.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["args", "skill"])]
+    handoff: Option<PathBuf>,
+    /// Print the handoff the result passes to the next step (the result
+    /// with every local path removed) instead of the result.
+    #[arg(long, conflicts_with_all = ["json", "skill"])]
+    emit_handoff: bool,
     /// Fuel budget for this call.
     #[arg(long)]
     fuel: Option<u64>,
@@ -386,7 +396,42 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
         confirmed: args.yes,
         cancel: None,
     };
-    let report = host.call(&caller, &args.tool, arguments, &req).await;
+    let report = match &args.handoff {
+        Some(file) => {
+            let handoff = read_handoff(file)?;
+            match host.call_handoff(&caller, &args.tool, &handoff, &req).await {
+                Ok(report) => report,
+                Err(e) => {
+                    host.shutdown().await;
+                    anyhow::bail!("handoff {} refused: {e}", file.display());
+                }
+            }
+        }
+        None => host.call(&caller, &args.tool, arguments, &req).await,
+    };
     host.shutdown().await;
+    if args.emit_handoff && report.outcome == crate::runs::Outcome::Ok {
+        if let Some(next) = report.handoff() {
+            println!("{}", serde_json::to_string_pretty(&next)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     print_report(&report, args.json)
+}
+
+/// Reads a structured handoff file (`-`: stdin).
+fn read_handoff(file: &Path) -> anyhow::Result<crate::handoff::StructuredHandoff> {
+    let text = if file == Path::new("-") {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| anyhow::anyhow!("cannot read the handoff from stdin: {e}"))?
+    } else {
+        std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("cannot read handoff {}: {e}", file.display()))?
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "handoff {} is not a structured handoff ({{\"args\": {{...}}, \"input_refs\": [...]}}): {e}",
+            file.display()
+        )
+    })
 }

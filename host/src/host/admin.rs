@@ -13,6 +13,7 @@ use super::{
     CallRequest, Caller, Host, PersonaGrants, RefInfo, RunReport, SkillGrantView, SkillStatus, lock,
 };
 use crate::grants::{GrantChange, persona_grants_get, persona_grants_put, toggle_grant};
+use crate::handoff::{HandoffError, StructuredHandoff};
 use crate::personas::{Persona, invalid_persona_id, valid_persona_id};
 use crate::refs::RefBlobs;
 use crate::registry::{Conflict, ToolSpec};
@@ -382,6 +383,41 @@ impl Host {
         req: &CallRequest,
     ) -> RunReport {
         self.inner.call(caller, tool, args, req, None, None).await
+    }
+
+    /// Calls `tool` with a [`StructuredHandoff`] from a previous step: the
+    /// handoff is checked first ([`StructuredHandoff::validate`]: no host
+    /// path, no shell command or interpreter invocation, well-formed refs),
+    /// then its `args` and `input_refs` (added to `req.input_refs`) go
+    /// through [`Host::call`]. A refused handoff reaches no tool and records
+    /// no run.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// let handoff: skillhost::StructuredHandoff =
+    ///     serde_json::from_str(r#"{"args": {"text": "a b"}}"#)?;
+    /// let run = host
+    ///     .call_handoff(&skillhost::Caller::Operator, "text.word_count", &handoff, &Default::default())
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_handoff(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        handoff: &StructuredHandoff,
+        req: &CallRequest,
+    ) -> Result<RunReport, HandoffError> {
+        handoff.validate()?;
+        let mut req = req.clone();
+        for r in &handoff.input_refs {
+            if !req.input_refs.contains(r) {
+                req.input_refs.push(r.clone());
+            }
+        }
+        Ok(self
+            .call(caller, tool, Value::Object(handoff.args.clone()), &req)
+            .await)
     }
 
     /// Approves a run waiting for approval and executes exactly the

@@ -488,9 +488,11 @@ fn authorize(
     let Some(entry) = entry else {
         return Err((
             Outcome::Error,
-            format!(
-                "no tool named `{shown}` is registered (`skillhost tools list` shows them all)"
-            ),
+            reg.unregistered_reason(tool).unwrap_or_else(|| {
+                format!(
+                    "no tool named `{shown}` is registered (`skillhost tools list` shows them all)"
+                )
+            }),
             String::new(),
         ));
     };

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::SkillSource;
 use crate::data_dir::DataDir;
 use crate::grants::PersonaGrantView;
+use crate::handoff::StructuredHandoff;
 use crate::limits::{LimitsPolicy, LimitsRequest};
 use crate::refs::RefBlobs;
 use crate::registry::{DEFAULT_SPECIALISTS, Inputs, Registry, SkillState};
@@ -289,6 +290,64 @@ pub struct RunReport {
     /// For `waiting_approval`: until when it may be approved (Unix ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<i64>,
+}
+
+impl RunReport {
+    /// The handoff this run passes to the next tool: its result as the next
+    /// call's `args`, with every local path removed
+    /// ([`StructuredHandoff::from_mcp_result`]), so that no host path an MCP
+    /// server (or a skill) put in its result is ever copied on. `None` unless
+    /// the run ended `ok`.
+    ///
+    /// An MCP result gives its `structuredContent`, else its text parsed as
+    /// JSON, else `{"result": text}`; a skill gives its JSON output. A value
+    /// that is not an object lands under `args.result`.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) {
+    /// let run = host.call(&skillhost::Caller::Operator, "everything.echo",
+    ///     serde_json::json!({"message": "saved to /tmp/x"}), &Default::default()).await;
+    /// if let Some(next) = run.handoff() {
+    ///     assert!(!next.args.values().any(|v| v.to_string().contains("/tmp/x")));
+    /// }
+    /// # }
+    /// ```
+    pub fn handoff(&self) -> Option<StructuredHandoff> {
+        if self.outcome != Outcome::Ok {
+            return None;
+        }
+        let output = self.output.as_ref()?;
+        let value = if self
+            .server
+            .starts_with(crate::registry::SKILL_SERVER_PREFIX)
+        {
+            output.clone()
+        } else {
+            mcp_result_value(output)
+        };
+        Some(StructuredHandoff::from_mcp_result(&value, Vec::new()))
+    }
+}
+
+/// The data of an MCP `CallToolResult` (as JSON): `structuredContent`, else
+/// the text content parsed as JSON, else the text under `result`.
+fn mcp_result_value(result: &Value) -> Value {
+    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+        return structured.clone();
+    }
+    let text: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|c| c.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    let text = text.join("\n");
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
 }
 
 /// One persona's grants: every MCP server (the seed's GET shape) and every
