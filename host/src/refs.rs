@@ -34,6 +34,21 @@ const ID_PREFIX: &str = "ref_";
 /// Prefix of a blob being written (followed by its id).
 const TEMP_PREFIX: &str = ".tmp-";
 
+/// The lock file in the refs folder: adding a ref holds it shared (put and
+/// record), cleaning up holds it exclusive, so one process's cleanup never
+/// removes another's blob in the making.
+const LOCK_FILE: &str = ".lock";
+
+/// A lock on the refs folder (see [`RefBlobs::lock_shared`]); released on
+/// drop.
+pub(crate) struct RefsLock(std::fs::File);
+
+impl Drop for RefsLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 /// Size of the copy buffer used by [`RefBlobs::put`].
 const COPY_BUF: usize = 64 << 10;
 
@@ -227,8 +242,44 @@ impl RefBlobs {
         }
     }
 
+    fn lock_file(&self) -> anyhow::Result<std::fs::File> {
+        let mut opts = OpenOptions::new();
+        opts.create(true).write(true).truncate(false);
+        Ok(self
+            .dir
+            .open_with(LOCK_FILE, &opts)
+            .map_err(|e| {
+                anyhow!(
+                    "cannot open the refs lock in the data dir's `{REFS_DIR}` folder: {e}; \
+                     check that it is writable"
+                )
+            })?
+            .into_std())
+    }
+
+    /// Takes the refs lock shared, for adding one ref (blob and record):
+    /// many adds run at once, a cleanup waits for none of them.
+    pub fn lock_shared(&self) -> anyhow::Result<RefsLock> {
+        let file = self.lock_file()?;
+        file.lock_shared()
+            .map_err(|e| anyhow!("cannot take the refs lock: {e}"))?;
+        Ok(RefsLock(file))
+    }
+
+    /// Takes the refs lock exclusive if no add is running anywhere (in
+    /// this or another process); `None` if one is.
+    pub fn try_lock_exclusive(&self) -> anyhow::Result<Option<RefsLock>> {
+        let file = self.lock_file()?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(RefsLock(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(anyhow!("cannot take the refs lock: {e}")),
+        }
+    }
+
     /// Deletes leftover `.tmp-*` files (from a crash mid-put); returns how
-    /// many. Call it when no put is running.
+    /// many. Hold [`RefBlobs::try_lock_exclusive`] while calling it, so no
+    /// put is running.
     pub fn sweep_temp(&self) -> anyhow::Result<usize> {
         let mut removed = 0;
         for name in self.names()? {

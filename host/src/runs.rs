@@ -282,14 +282,48 @@ impl Store {
             } else {
                 Outcome::Denied
             };
+            let runner = (decision == "approved").then(std::process::id);
             tx.execute(
-                "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5
-                 WHERE run_id = ?1 AND approval = 'pending'",
-                params![run_id, decision, outcome.as_str(), error, now_ms()],
+                "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5,
+                 runner_pid = ?6 WHERE run_id = ?1 AND approval = 'pending'",
+                params![run_id, decision, outcome.as_str(), error, now_ms(), runner],
             )?;
         }
         tx.commit()?;
         Ok(before)
+    }
+
+    /// Marks every approved run still `running` whose process is gone (a
+    /// crash or kill -9 while it ran) as `error`, saying so; returns their
+    /// ids. Runs of live processes (another host running them now) are
+    /// left alone.
+    pub(crate) fn interrupt_orphaned_runs(&self) -> rusqlite::Result<Vec<String>> {
+        let running: Vec<(String, i64)> = self
+            .conn()
+            .prepare_cached(
+                "SELECT run_id, runner_pid FROM runs
+                 WHERE outcome = 'running' AND runner_pid IS NOT NULL",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut interrupted = Vec::new();
+        for (run_id, pid) in running {
+            if pid != i64::from(std::process::id()) && process_alive(pid) {
+                continue;
+            }
+            let changed = self.conn().execute(
+                "UPDATE runs SET outcome = 'error', updated_at_ms = ?2,
+                 error = 'interrupted: the process running the approved call stopped before it \
+                          finished; whether the tool ran is unknown, check its effects before \
+                          calling it again'
+                 WHERE run_id = ?1 AND outcome = 'running'",
+                params![run_id, now_ms()],
+            )?;
+            if changed > 0 {
+                interrupted.push(run_id);
+            }
+        }
+        Ok(interrupted)
     }
 
     /// Recent events, newest first.
@@ -485,4 +519,79 @@ fn put_event_on(tx: &rusqlite::Connection, e: &HostEvent) -> rusqlite::Result<()
         e.duration_ms,
     ])?;
     Ok(())
+}
+
+/// Whether a process with this id exists (it may belong to another user).
+fn process_alive(pid: i64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(store: &Store, run_id: &str) {
+        store
+            .conn()
+            .execute(
+                "INSERT INTO runs (run_id, tool, server, outcome, approval, args,
+                 created_at_ms, updated_at_ms, expires_at_ms)
+                 VALUES (?1, 't.x', 'skill:t', 'waiting_approval', 'pending', '{}', 1, 1, ?2)",
+                params![run_id, now_ms() + 60_000],
+            )
+            .expect("insert");
+    }
+
+    #[test]
+    fn approved_runs_of_dead_processes_are_marked_interrupted() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::open(tmp.path()).expect("open");
+        pending(&store, "run_dead");
+        pending(&store, "run_alive");
+        store
+            .decide_run("run_dead", "approved", None)
+            .expect("decide");
+        store
+            .decide_run("run_alive", "approved", None)
+            .expect("decide");
+        // run_dead's runner: a process that has exited and been reaped.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        // run_alive's runner: a live process other than this one.
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn");
+        for (run, pid) in [("run_dead", dead), ("run_alive", live.id())] {
+            store
+                .conn()
+                .execute(
+                    "UPDATE runs SET runner_pid = ?2 WHERE run_id = ?1",
+                    params![run, pid],
+                )
+                .expect("set pid");
+        }
+        let interrupted = store.interrupt_orphaned_runs().expect("interrupt");
+        let _ = live.kill();
+        let _ = live.wait();
+        assert_eq!(interrupted, vec!["run_dead".to_string()]);
+        let dead = store.run("run_dead").expect("read").expect("exists");
+        assert_eq!(dead.outcome, Outcome::Error);
+        assert!(
+            dead.error
+                .as_deref()
+                .is_some_and(|e| e.contains("interrupted"))
+        );
+        let alive = store.run("run_alive").expect("read").expect("exists");
+        assert_eq!(alive.outcome, Outcome::Running);
+    }
 }

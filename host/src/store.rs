@@ -128,6 +128,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE TRIGGER gen_pins_i AFTER INSERT ON mcp_tool_pins BEGIN UPDATE generation SET value = value + 1; END;
      CREATE TRIGGER gen_pins_u AFTER UPDATE ON mcp_tool_pins BEGIN UPDATE generation SET value = value + 1; END;
      CREATE TRIGGER gen_pins_d AFTER DELETE ON mcp_tool_pins BEGIN UPDATE generation SET value = value + 1; END;",
+    // 4: the process that runs an approved call, so that a run left
+    // `running` by a process that died is marked interrupted.
+    "ALTER TABLE runs ADD COLUMN runner_pid INTEGER;",
 ];
 
 /// One installed skill version as recorded.

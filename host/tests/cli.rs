@@ -458,3 +458,23 @@ fn structured_handoffs_between_calls() {
         serde_json::json!({"args": {"text": "saved to [local path removed]", "replacements": 1}, "input_refs": []})
     );
 }
+
+/// The README's first command: the demo runs the whole path and reports no
+/// failure (its MCP steps need the peers from tests/peers/install.sh).
+#[test]
+fn demo_runs_the_whole_path() {
+    let data = tempfile::tempdir().unwrap();
+    let o = skillhost(data.path(), &["demo"]);
+    let out = common::stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(out.contains(", 0 failures;"), "{out}");
+    for line in [
+        "support calls text.word_count → denied",
+        "why: first broken link `grants`",
+        "support calls text.word_count → ok",
+        "→ waiting_approval",
+        "approving it again is refused",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+}

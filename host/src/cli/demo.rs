@@ -271,6 +271,17 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
         }
         Err(e) => failures.push(format!("MCP: {e:#}")),
     }
+
+    println!(
+        "\n7. One authority: a persona that sees nothing, why, grants, a call that waits for approval, the audit trail"
+    );
+    match super::demo_host::run(&scratch.join("data")).await {
+        Ok(result) => {
+            ok += 1;
+            println!("  → {result}");
+        }
+        Err(e) => failures.push(format!("personas and grants: {e:#}")),
+    }
     let _ = std::fs::remove_dir_all(&scratch);
 
     println!(

@@ -2,6 +2,7 @@
 
 mod author;
 mod demo;
+mod demo_host;
 mod demo_mcp;
 mod mcp;
 mod personas;
@@ -199,6 +200,7 @@ struct CallArgs {
 
 /// Runs the command line; the binary's `main` is only this.
 pub fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -218,6 +220,26 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Like other Unix tools, end quietly (exit 141, as if by SIGPIPE) when the
+/// reader of our output goes away (`skillhost runs list | head`) instead of
+/// panicking in `println!`. SIGPIPE itself stays ignored: writing to an MCP
+/// child that died must be an error, not the end of the host.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info)
+    }));
 }
 
 fn one_line(s: &str) -> String {
@@ -410,11 +432,11 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
         None => host.call(&caller, &args.tool, arguments, &req).await,
     };
     host.shutdown().await;
-    if args.emit_handoff && report.outcome == crate::runs::Outcome::Ok {
-        if let Some(next) = report.handoff() {
-            println!("{}", serde_json::to_string_pretty(&next)?);
-            return Ok(ExitCode::SUCCESS);
-        }
+    if args.emit_handoff
+        && let Some(next) = report.handoff()
+    {
+        println!("{}", serde_json::to_string_pretty(&next)?);
+        return Ok(ExitCode::SUCCESS);
     }
     print_report(&report, args.json)
 }

@@ -522,6 +522,7 @@ impl Host {
     /// ```
     pub fn runs(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
         self.flush();
+        self.inner.expire_pending();
         Ok(lock(&self.inner.store).runs(filter)?)
     }
 
@@ -534,6 +535,7 @@ impl Host {
     /// ```
     pub fn run(&self, run_id: &str) -> anyhow::Result<Option<RunRecord>> {
         self.flush();
+        self.inner.expire_pending();
         Ok(lock(&self.inner.store).run(run_id)?)
     }
 
@@ -578,6 +580,9 @@ impl Host {
             200,
             false,
         );
+        // Shared: a cleanup in another process starting now waits for this
+        // blob to be recorded.
+        let _adding = self.inner.refs.lock_shared()?;
         let blob = self.inner.refs.put(reader)?;
         let info = RefInfo {
             ref_id: blob.id,

@@ -142,19 +142,35 @@ impl HostBuilder {
         };
         let mut store = Store::open(&data.root)?;
         crate::installs::recover(&data, &mut store)?;
+        match store.interrupt_orphaned_runs() {
+            Ok(ids) if !ids.is_empty() => {
+                tracing::warn!(runs = ?ids, "approved runs interrupted by a process that died")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("cannot check for interrupted runs: {e}"),
+        }
         let writer = EventWriter::start(Store::open(&data.root)?);
         let refs = RefBlobs::open(&data.dir)?;
-        if let Err(e) = refs.sweep_temp() {
-            tracing::warn!("cannot clean unfinished refs: {e}");
-        }
-        // A blob whose record was never written (a crash between the two)
-        // is unreachable: remove it.
-        if let (Ok(ids), Ok(records)) = (refs.ids(), store.ref_records()) {
-            for id in ids {
-                if !records.iter().any(|r| r.ref_id == id) {
-                    let _ = refs.remove(&id);
+        // Clean up after a crash mid-add, unless another process is adding a
+        // ref right now (then its blob may be unrecorded for a moment; the
+        // next start cleans up).
+        match refs.try_lock_exclusive() {
+            Ok(Some(_cleanup)) => {
+                if let Err(e) = refs.sweep_temp() {
+                    tracing::warn!("cannot clean unfinished refs: {e}");
+                }
+                // A blob whose record was never written (a crash between
+                // the two) is unreachable: remove it.
+                if let (Ok(ids), Ok(records)) = (refs.ids(), store.ref_records()) {
+                    for id in ids {
+                        if !records.iter().any(|r| r.ref_id == id) {
+                            let _ = refs.remove(&id);
+                        }
+                    }
                 }
             }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}"),
         }
         let mcp = McpManager::new(crate::mcp_state::mcp_manager_options(&data.root)?);
         let approval_ttl = self
@@ -483,6 +499,25 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The strings to redact for one configured secret value: the whole value
+/// and, for a value with an authentication scheme or several words
+/// (`Bearer abc…`, `Basic …`), each word after the first, so the token is
+/// redacted even when quoted alone. Words shorter than 4 characters are
+/// not redacted on their own (they would mangle ordinary text).
+fn secret_forms(value: &str) -> Vec<String> {
+    let mut forms = vec![value.to_string()];
+    forms.extend(
+        value
+            .split_whitespace()
+            .skip(1)
+            .map(str::to_string)
+            .filter(|w| w.len() >= 4),
+    );
+    forms.retain(|v| v.trim().len() >= 4);
+    forms.dedup();
+    forms
+}
+
 /// Replaces every secret value in `text` with `[redacted]`.
 fn redact(secrets: &[String], text: &str) -> String {
     let mut out = text.to_string();
@@ -572,8 +607,7 @@ impl HostInner {
             .servers
             .iter()
             .flat_map(|s| s.env.values().chain(s.headers.values()))
-            .map(|v| v.expose().to_string())
-            .filter(|v| v.len() >= 4)
+            .flat_map(|v| secret_forms(v.expose()))
             .collect();
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets;
@@ -599,8 +633,9 @@ impl HostInner {
         )
     }
 
-    /// Marks every pending run past its expiry as expired.
-    fn expire_pending(&self) {
+    /// Marks every pending run past its expiry as expired (at build and
+    /// before runs are listed, so no expired run is shown as waiting).
+    pub(crate) fn expire_pending(&self) {
         let pending = {
             let store = lock(&self.store);
             store.runs(&RunFilter {
@@ -725,5 +760,32 @@ impl Host {
 
     pub(crate) fn data(&self) -> &cap_std::fs::Dir {
         &self.inner.data.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{redact, secret_forms};
+
+    #[test]
+    fn a_bearer_token_is_redacted_alone_too() {
+        let mut secrets = secret_forms("Bearer tok-1234567890");
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        assert_eq!(
+            redact(&secrets, "sent Bearer tok-1234567890"),
+            "sent [redacted]"
+        );
+        assert_eq!(
+            redact(&secrets, "invalid token tok-1234567890"),
+            "invalid token [redacted]"
+        );
+        // The scheme word alone is not a secret.
+        assert_eq!(redact(&secrets, "Bearer auth"), "Bearer auth");
+    }
+
+    #[test]
+    fn short_values_are_not_redacted_alone() {
+        assert!(secret_forms("ab").is_empty());
+        assert_eq!(secret_forms("Basic x"), vec!["Basic x".to_string()]);
     }
 }
