@@ -261,8 +261,9 @@ fn names(specs: &[Arc<ToolSpec>]) -> BTreeSet<String> {
 fn spec(host: &Host, tool: &str) -> Arc<ToolSpec> {
     host.tool_specs(None)
         .expect("tool_specs")
-        .into_iter()
+        .iter()
         .find(|s| s.name == tool)
+        .cloned()
         .unwrap_or_else(|| panic!("`{tool}` is not registered"))
 }
 

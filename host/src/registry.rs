@@ -240,8 +240,14 @@ pub(crate) struct Inputs {
     pub specialists: Vec<String>,
 }
 
+/// A caller's tools, shared.
+type ToolList = Arc<[Arc<ToolSpec>]>;
+
 /// A snapshot of the registry and of every grant.
 pub(crate) struct Registry {
+    /// Each caller's `tool_specs`, computed on first use (a snapshot is
+    /// never changed, so nothing invalidates them).
+    views: std::sync::Mutex<HashMap<Option<String>, ToolList>>,
     pub entries: HashMap<String, Arc<Entry>>,
     /// Registered names, sorted.
     pub order: Vec<String>,
@@ -263,6 +269,7 @@ impl Registry {
     /// Builds the registry from its inputs by the rules in the module docs.
     pub fn build(inputs: Inputs) -> Registry {
         let mut reg = Registry {
+            views: Default::default(),
             entries: HashMap::new(),
             order: Vec::new(),
             skills: BTreeMap::new(),
@@ -543,13 +550,21 @@ impl Registry {
     }
 
     /// The persona's tools (`None`: every registered tool), sorted by name.
-    pub fn tool_specs(&self, persona: Option<&str>) -> Vec<Arc<ToolSpec>> {
-        self.order
+    pub fn tool_specs(&self, persona: Option<&str>) -> Arc<[Arc<ToolSpec>]> {
+        let key = persona.map(str::to_string);
+        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = views.get(&key) {
+            return v.clone();
+        }
+        let view: Arc<[Arc<ToolSpec>]> = self
+            .order
             .iter()
             .filter_map(|n| self.entries.get(n))
             .filter(|e| persona.is_none() || self.visible(persona, e))
             .map(|e| e.spec.clone())
-            .collect()
+            .collect();
+        views.insert(key, view.clone());
+        view
     }
 }
 

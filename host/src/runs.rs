@@ -188,12 +188,30 @@ pub(crate) fn now_ms() -> i64 {
 
 /// A new run id: `run_` and 24 hex digits (8 of time, 16 random).
 pub(crate) fn new_run_id() -> String {
-    let mut rnd = [0u8; 8];
-    // getrandom only fails on platforms without a source of randomness;
-    // the time part still keeps ids apart there.
-    let _ = getrandom::fill(&mut rnd);
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // One random seed per process and a counter, mixed (splitmix64): ids
+    // stay unique across processes (the seed) and within one (the counter)
+    // without a system call per call.
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| {
+        let mut rnd = [0u8; 8];
+        // getrandom only fails on platforms without a source of
+        // randomness; the time and process id still keep ids apart there.
+        if getrandom::fill(&mut rnd).is_err() {
+            let t = u64::try_from(now_ms()).unwrap_or(0);
+            return t.rotate_left(20) ^ u64::from(std::process::id());
+        }
+        u64::from_le_bytes(rnd)
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut z = seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
     let secs = (now_ms() / 1000) as u32;
-    format!("run_{secs:08x}{}", hex::encode(rnd))
+    format!("run_{secs:08x}{z:016x}")
 }
 
 /// A run row to write (insert or replace).

@@ -45,7 +45,7 @@ pub(super) async fn tools(data_dir: &Path, cmd: ToolsCommand) -> anyhow::Result<
             "{:<32} {:<22} {:<17} {:<8} {:<8}",
             "NAME", "SERVER", "SPECIALIST", "MUTATES", "CONFIRM"
         );
-        for s in &specs {
+        for s in specs.iter() {
             println!(
                 "{:<32} {:<22} {:<17} {:<8} {:<8}",
                 s.name,

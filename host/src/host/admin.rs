@@ -48,13 +48,15 @@ impl Host {
 
     /// The tools `persona` may use (`None`: every registered tool, as the
     /// operator sees them), sorted by name. An unknown persona is an error.
+    /// The list is computed once per state and shared: asking again before
+    /// anything changes costs a lookup.
     ///
     /// ```no_run
     /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
     /// for spec in host.tool_specs(Some("support"))? { println!("{}", spec.name); }
     /// # Ok(()) }
     /// ```
-    pub fn tool_specs(&self, persona: Option<&str>) -> anyhow::Result<Vec<Arc<ToolSpec>>> {
+    pub fn tool_specs(&self, persona: Option<&str>) -> anyhow::Result<Arc<[Arc<ToolSpec>]>> {
         let reg = self.inner.registry()?;
         if let Some(p) = persona
             && !reg.personas.contains(p)
