@@ -33,6 +33,7 @@ mod host;
 mod installs;
 mod limits;
 mod manifest;
+mod mcp_front;
 mod mcp_state;
 mod personas;
 mod refs;
@@ -77,6 +78,7 @@ pub use manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
     SkillManifest, ToolDecl, valid_tool_name,
 };
+pub use mcp_front::{LIST_CHANGED_POLL, McpFront};
 pub use mcp_state::{SqlitePins, mcp_manager_options};
 pub use personas::{Persona, valid_persona_id};
 pub use registry::{

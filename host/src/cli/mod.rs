@@ -7,6 +7,7 @@ mod demo_mcp;
 mod mcp;
 mod personas;
 mod runs;
+mod serve;
 mod skills;
 mod tools;
 
@@ -137,6 +138,8 @@ enum Command {
     /// Blobs passed to calls by reference (input refs).
     #[command(subcommand)]
     Refs(runs::RefsCommand),
+    /// Serve a persona's tools to an MCP client (`--stdio`).
+    Serve(serve::ServeArgs),
     /// Why can't this persona use that tool? Walks server → registry →
     /// grants → runs → approvals → server log and names the first broken
     /// link.
@@ -334,6 +337,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         Command::Grants(cmd) => personas::grants(&cli.data_dir, cmd).await,
         Command::Tools(cmd) => tools::tools(&cli.data_dir, cmd).await,
         Command::Refs(cmd) => runs::refs(&cli.data_dir, cmd).await,
+        Command::Serve(args) => serve::serve(&cli.data_dir, args).await,
         Command::Why {
             persona,
             tool,

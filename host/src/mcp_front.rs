@@ -1,0 +1,412 @@
+//! The MCP server front: one persona's tools served to any MCP client.
+//!
+//! [`McpFront`] is an rmcp [`ServerHandler`] over a [`Host`] and a
+//! [`Caller`]. `tools/list` is the caller's `tool_specs()` with annotations
+//! from the registry's classification and output schemas; `tools/call`
+//! goes through [`Host::call`], the one call path (authorization, schemas,
+//! confirmation, limits, audit). Dual-era as rmcp's server is: the
+//! 2026-07-28 `server/discover` and the legacy `initialize` handshake.
+//!
+//! What a client sees:
+//!
+//! - a tool the caller may not use, or that does not exist: the JSON-RPC
+//!   error `-32602` (as for any unknown tool; a persona learns nothing about
+//!   tools it cannot see);
+//! - every other failure: a result with `isError: true` whose text says
+//!   what went wrong (`denied`, `timeout`, `trapped`, schema problems, an
+//!   MCP server's own error result passed through);
+//! - a call that needs confirmation: an `isError` result that says
+//!   `waiting_approval` and names the run id to approve (`skillhost runs
+//!   approve ID`), with `structuredContent` `{status, run_id, expires_at_ms}`;
+//! - a success: `structuredContent` (a skill's JSON output, or an MCP
+//!   server's own) and the same JSON as text;
+//! - `notifications/tools/list_changed` when the caller's tools change
+//!   (grants, skills, servers, in this or another process), checked every
+//!   [`LIST_CHANGED_POLL`]: to the session after a legacy `initialize`, and
+//!   on each `subscriptions/listen` stream in the 2026-07-28 era.
+//!
+//! Cancelling a request (`notifications/cancelled`) cancels the call: it
+//! interrupts the WASM call or cancels the downstream MCP request.
+
+use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use serde_json::{Value, json};
+
+use crate::host::{CallRequest, Caller, Host, RunReport};
+use crate::registry::{SKILL_SERVER_PREFIX, ToolSpec};
+use crate::runs::Outcome;
+
+/// How often a session checks whether its caller's tools changed.
+pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
+
+/// An MCP server over a [`Host`] for one caller (a persona, or the
+/// operator).
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// use rmcp::ServiceExt;
+/// let host = skillhost::HostBuilder::new("data").build().await?;
+/// let front = skillhost::McpFront::new(host.clone(), skillhost::Caller::persona("support"));
+/// let running = front.serve(rmcp::transport::stdio()).await?;
+/// running.waiting().await?;
+/// host.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpFront {
+    host: Host,
+    caller: Caller,
+}
+
+impl std::fmt::Debug for McpFront {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpFront")
+            .field("caller", &self.caller)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpFront {
+    /// A front serving `caller`'s tools from `host`.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) {
+    /// let front = skillhost::McpFront::new(host, skillhost::Caller::Operator);
+    /// # }
+    /// ```
+    pub fn new(host: Host, caller: Caller) -> McpFront {
+        McpFront { host, caller }
+    }
+
+    fn specs(&self) -> Result<Arc<[Arc<ToolSpec>]>, ErrorData> {
+        self.host
+            .tool_specs(self.caller.persona_id())
+            .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+    }
+}
+
+/// The MCP `Tool` for a registry entry.
+fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
+    let skill = spec.server.starts_with(SKILL_SERVER_PREFIX);
+    let mut tool = json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": spec.input_schema,
+        "annotations": {
+            "readOnlyHint": !spec.mutates_data,
+            "destructiveHint": spec.mutates_data,
+            // Skills run sandboxed with no network; MCP servers reach
+            // whatever they reach.
+            "openWorldHint": !skill,
+        },
+    });
+    if let Some(out) = &spec.output_schema {
+        tool["outputSchema"] = out.clone();
+    }
+    serde_json::from_value(tool).ok()
+}
+
+fn text_result(text: String, structured: Option<Value>, is_error: bool) -> CallToolResult {
+    let mut result = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = structured;
+    result
+}
+
+/// The MCP result for a run.
+fn call_result(report: RunReport) -> CallToolResult {
+    let skill = report.server.starts_with(SKILL_SERVER_PREFIX);
+    match report.outcome {
+        Outcome::Ok => match report.output {
+            // An MCP server's result, passed through as it came.
+            Some(out) if !skill => serde_json::from_value::<CallToolResult>(out.clone())
+                .unwrap_or_else(|_| text_result(out.to_string(), None, false)),
+            Some(out) => {
+                let text = out.to_string();
+                let structured = out.is_object().then_some(out);
+                text_result(text, structured, false)
+            }
+            None => text_result(String::new(), None, false),
+        },
+        Outcome::WaitingApproval => {
+            let text = format!(
+                "waiting_approval: `{}` needs confirmation; run {} waits until an operator \
+                 approves it (`skillhost runs approve {}`) or denies it",
+                report.tool, report.run_id, report.run_id
+            );
+            text_result(
+                text,
+                Some(json!({
+                    "status": "waiting_approval",
+                    "run_id": report.run_id,
+                    "expires_at_ms": report.expires_at_ms,
+                })),
+                true,
+            )
+        }
+        outcome => {
+            // An MCP server's own error result keeps its content.
+            if !skill
+                && outcome == Outcome::Error
+                && let Some(out) = &report.output
+                && let Ok(mut result) = serde_json::from_value::<CallToolResult>(out.clone())
+            {
+                result.is_error = Some(true);
+                return result;
+            }
+            let error = report.error.unwrap_or_else(|| outcome.to_string());
+            text_result(
+                format!("{outcome}: {error}"),
+                Some(
+                    json!({"status": outcome.to_string(), "run_id": report.run_id, "error": error}),
+                ),
+                true,
+            )
+        }
+    }
+}
+
+/// A fingerprint of a tool list, to tell whether it changed.
+fn fingerprint(specs: &[Arc<ToolSpec>]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for s in specs {
+        s.name.hash(&mut h);
+        s.description.hash(&mut h);
+        s.requires_confirmation.hash(&mut h);
+        s.mutates_data.hash(&mut h);
+        s.input_schema.to_string().hash(&mut h);
+        s.output_schema.as_ref().map(Value::to_string).hash(&mut h);
+    }
+    h.finish()
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(match self.caller.persona_id() {
+            Some(p) => format!("Tools of persona `{p}`, run sandboxed by skillhost."),
+            None => "Every tool registered in this skillhost, as the operator.".to_string(),
+        });
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let specs = self.specs()?;
+        Ok(ListToolsResult::with_all_items(
+            specs.iter().filter_map(|s| mcp_tool(s)).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let specs = self.specs().ok()?;
+        specs
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| mcp_tool(s))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name: Cow<'_, str> = request.name.clone();
+        let specs = self.specs()?;
+        if !specs.iter().any(|s| s.name == name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`",
+                    crate::escape::escape_control(&name, 128, false)
+                ),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let req = CallRequest {
+            cancel: Some(context.ct.clone()),
+            ..Default::default()
+        };
+        let report = self.host.call(&self.caller, &name, args, &req).await;
+        Ok(call_result(report).into())
+    }
+
+    /// Legacy era (after `initialize`): notifications go to the session.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let front = self.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            let mut watch = ListWatch::new(&front);
+            loop {
+                tokio::time::sleep(LIST_CHANGED_POLL).await;
+                if peer.is_transport_closed() {
+                    break;
+                }
+                if watch.changed(&front) && peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// 2026-07-28 era: `subscriptions/listen` for tool list changes.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut watch = ListWatch::new(self);
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(LIST_CHANGED_POLL) => {}
+            }
+            if watch.changed(self) && context.sink().notify_tool_list_changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Tells whether a caller's tool list changed since the last look.
+struct ListWatch {
+    last: Option<u64>,
+}
+
+impl ListWatch {
+    fn new(front: &McpFront) -> ListWatch {
+        ListWatch {
+            last: front.specs().map(|s| fingerprint(&s)).ok(),
+        }
+    }
+
+    fn changed(&mut self, front: &McpFront) -> bool {
+        let Ok(specs) = front.specs() else {
+            return false;
+        };
+        let now = Some(fingerprint(&specs));
+        if now == self.last {
+            return false;
+        }
+        self.last = now;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, server: &str, mutates: bool) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            specialist: "general_worker".into(),
+            tool: name.into(),
+            requires_confirmation: mutates,
+            mutates_data: mutates,
+            server: server.into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: Some(json!({"type": "object"})),
+        }
+    }
+
+    fn report(outcome: Outcome, server: &str, output: Option<Value>) -> RunReport {
+        RunReport {
+            run_id: "run_1".into(),
+            persona: Some("p".into()),
+            tool: "t.x".into(),
+            server: server.into(),
+            outcome,
+            output,
+            error: (outcome != Outcome::Ok).then(|| "what went wrong".into()),
+            trap: None,
+            duration_ms: 1,
+            expires_at_ms: None,
+        }
+    }
+
+    #[test]
+    fn tools_carry_annotations_and_output_schemas() {
+        let t = mcp_tool(&spec("text.word_count", "skill:text-tools", false)).expect("tool");
+        let v = serde_json::to_value(&t).expect("json");
+        assert_eq!(v["annotations"]["readOnlyHint"], true);
+        assert_eq!(v["annotations"]["destructiveHint"], false);
+        assert_eq!(v["annotations"]["openWorldHint"], false);
+        assert_eq!(v["outputSchema"], json!({"type": "object"}));
+        let t = mcp_tool(&spec("srv.write", "srv", true)).expect("tool");
+        let v = serde_json::to_value(&t).expect("json");
+        assert_eq!(v["annotations"]["readOnlyHint"], false);
+        assert_eq!(v["annotations"]["destructiveHint"], true);
+        assert_eq!(v["annotations"]["openWorldHint"], true);
+    }
+
+    #[test]
+    fn results_map_outcomes() {
+        let ok = call_result(report(
+            Outcome::Ok,
+            "skill:text-tools",
+            Some(json!({"words": 2})),
+        ));
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(ok.structured_content, Some(json!({"words": 2})));
+        let v = serde_json::to_value(&ok).expect("json");
+        assert_eq!(v["content"][0]["text"], r#"{"words":2}"#);
+
+        let wait = call_result(report(Outcome::WaitingApproval, "srv", None));
+        assert_eq!(wait.is_error, Some(true));
+        let v = serde_json::to_value(&wait).expect("json");
+        assert!(
+            v["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("waiting_approval") && t.contains("run_1")),
+            "{v}"
+        );
+        assert_eq!(v["structuredContent"]["run_id"], "run_1");
+
+        let denied = call_result(report(Outcome::Denied, "skill:x", None));
+        assert_eq!(denied.is_error, Some(true));
+
+        let passthrough =
+            json!({"content": [{"type": "text", "text": "from the server"}], "isError": true});
+        let e = call_result(report(Outcome::Error, "srv", Some(passthrough)));
+        let v = serde_json::to_value(&e).expect("json");
+        assert_eq!(v["content"][0]["text"], "from the server");
+        assert_eq!(v["isError"], true);
+    }
+
+    #[test]
+    fn fingerprints_change_with_the_list() {
+        let a = vec![Arc::new(spec("a.x", "skill:a", false))];
+        let mut b = a.clone();
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        b.push(Arc::new(spec("b.x", "skill:b", false)));
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+    }
+}
