@@ -97,7 +97,7 @@ pub fn check_specialist(name: &str, canonical: &[String]) -> Result<(), String> 
 ///
 /// ```
 /// # async fn f(host: skillhost::Host) -> anyhow::Result<()> {
-/// for spec in host.tool_specs(Some("support"))? {
+/// for spec in host.tool_specs(Some("support"))?.iter() {
 ///     println!("{} on {} (confirm: {})", spec.name, spec.server, spec.requires_confirmation);
 /// }
 /// # Ok(()) }

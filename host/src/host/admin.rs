@@ -53,7 +53,7 @@ impl Host {
     ///
     /// ```no_run
     /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
-    /// for spec in host.tool_specs(Some("support"))? { println!("{}", spec.name); }
+    /// for spec in host.tool_specs(Some("support"))?.iter() { println!("{}", spec.name); }
     /// # Ok(()) }
     /// ```
     pub fn tool_specs(&self, persona: Option<&str>) -> anyhow::Result<Arc<[Arc<ToolSpec>]>> {
