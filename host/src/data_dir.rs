@@ -8,7 +8,8 @@
 //!   skillhost.db            state (SQLite, WAL)
 //!   settings.json           host settings (hand-editable; see `Settings`)
 //!   cache/components/       compiled components
-//!   skills/<name>/<version>/  managed installs
+//!   skills/<name>/<version>/  managed installs, each with the signed
+//!                           statement (.skillhost/statement.json)
 //!   skills/.staging/        installs in progress (cleaned at start)
 //!   skills/.lock            serialises installs across processes
 //!   mcp_servers.json        MCP servers (see `skillhost_mcp::McpConfig`)

@@ -3,7 +3,8 @@
 //! An install extracts into `skills/.staging/<id>/`, verifies everything
 //! there (statement, digests of the bytes read back from disk, manifest,
 //! component imports and `implemented()`), renames the folder to
-//! `skills/<name>/<version>/`, and then records it in the database: the
+//! `skills/<name>/<version>/` (keeping the signed statement there, as
+//! `.skillhost/statement.json`), and then records it in the database: the
 //! database commit is the commit point. At start, staging leftovers, folders
 //! without a record and records without a folder are removed, so a kill -9
 //! at any point leaves either the old state or the new one.
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cap_std::fs::{Dir, OpenOptions};
 use sha2::{Digest, Sha256};
 
-use crate::bundle::{OpenedBundle, Signer, open_bundle};
+use crate::bundle::{OpenedBundle, STATEMENT_PATH, Signer, open_bundle};
 use crate::data_dir::DataDir;
 use crate::manifest::SkillManifest;
 use crate::sandbox::Sandbox;
@@ -25,6 +26,8 @@ use crate::trust::PublicKey;
 const SKILLS: &str = "skills";
 const STAGING: &str = "skills/.staging";
 const LOCK: &str = "skills/.lock";
+/// The folder of [`STATEMENT_PATH`] inside an install.
+const STATEMENT_DIR: &str = ".skillhost";
 
 /// Options of an install.
 ///
@@ -190,6 +193,18 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, InstallError> 
                 .and_then(|()| f.sync_all())
                 .map_err(|e| err(format!("cannot write `{path}`: {e}")))?;
         }
+        // The signed statement stays with the install: it lists every file
+        // with its digest (served to MCP clients as the skill's files).
+        staging
+            .create_dir_all(STATEMENT_DIR)
+            .and_then(|()| {
+                let mut opts = OpenOptions::new();
+                opts.write(true).create_new(true);
+                let mut f = staging.open_with(STATEMENT_PATH, &opts)?;
+                f.write_all(&bundle.statement.to_canonical_bytes())?;
+                f.sync_all()
+            })
+            .map_err(|e| err(format!("cannot write `{STATEMENT_PATH}`: {e}")))?;
         for entry in &bundle.statement.files {
             let mut f = staging
                 .open(&entry.path)

@@ -30,10 +30,12 @@ mod grants;
 mod guest_build;
 mod handoff;
 mod host;
+mod http;
 mod installs;
 mod limits;
 mod manifest;
 mod mcp_front;
+mod mcp_skills;
 mod mcp_state;
 mod personas;
 mod refs;
@@ -43,6 +45,7 @@ mod sandbox;
 mod schema;
 mod skill;
 mod store;
+mod tokens;
 mod trust;
 mod why;
 
@@ -69,6 +72,9 @@ pub use host::{
     CallRequest, Caller, DEFAULT_APPROVAL_TTL, Host, HostBuilder, PersonaGrants, RefInfo,
     RunReport, SkillGrantView, SkillStatus,
 };
+pub use http::{
+    AdminAuth, AppState, DEFAULT_GRACE, HttpServer, HttpServerBuilder, OriginPolicy, api_router,
+};
 pub use installs::{InstallError, InstallOptions, InstallOutcome, install_bundle};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
@@ -93,5 +99,6 @@ pub use sandbox::{
 pub use schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
 pub use store::{DB_FILE, InstalledRecord, TrustedKey};
+pub use tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, TokenInfo, new_token, token_digest};
 pub use trust::{KeyError, PublicKey, SecretKey};
 pub use why::{WhyReport, WhyStep};

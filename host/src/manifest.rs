@@ -354,7 +354,7 @@ impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
 /// Parses YAML text into a value, refusing documents whose aliases expand
 /// past [`MAX_YAML_VALUES`] or [`MAX_YAML_TEXT_BYTES`] before anything is
 /// built.
-fn parse_yaml(text: &str) -> Result<serde_yaml::Value, serde_yaml::Error> {
+pub(crate) fn parse_yaml(text: &str) -> Result<serde_yaml::Value, serde_yaml::Error> {
     use serde::de::DeserializeSeed as _;
     let budget = YamlBudget {
         values: Cell::new(MAX_YAML_VALUES),

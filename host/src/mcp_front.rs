@@ -27,6 +27,16 @@
 //!
 //! Cancelling a request (`notifications/cancelled`) cancels the call: it
 //! interrupts the WASM call or cancels the downstream MCP request.
+//!
+//! Skills (see `mcp_skills`): the caller's skills through the Skills
+//! extension (`io.modelcontextprotocol/skills`: `skills/list`,
+//! `skills/get`, and `resources/read` of `skill://<name>/...`), each
+//! skill's `SKILL.md` in `resources/list`, and each skill's instructions as
+//! a prompt (`prompts/list`, `prompts/get`) for clients without the
+//! extension. A URI or prompt the caller cannot see is `-32602`, as for one
+//! that does not exist. `notifications/prompts/list_changed` and
+//! `notifications/resources/list_changed` follow the caller's skills as
+//! the tools notification follows its tools.
 
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
@@ -37,13 +47,17 @@ use std::time::Duration;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 
 use crate::host::{CallRequest, Caller, Host, RunReport};
+use crate::mcp_skills::{ServedSkill, page, skill_md_uri, skill_of_uri, unknown_uri};
+use crate::registry::SkillInfo;
 use crate::registry::{SKILL_SERVER_PREFIX, ToolSpec};
 use crate::runs::Outcome;
 
@@ -93,6 +107,59 @@ impl McpFront {
         self.host
             .tool_specs(self.caller.persona_id())
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+    }
+
+    fn skills(&self) -> Result<Vec<SkillInfo>, ErrorData> {
+        crate::mcp_skills::visible_skills(&self.host, &self.caller)
+            .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+    }
+
+    /// One page of the caller's skills served as MCP skills (skills that
+    /// cannot be are left out, with a warning in the log), and the next
+    /// page's cursor.
+    async fn skill_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+    ) -> Result<(Vec<ServedSkill>, Option<String>), ErrorData> {
+        let skills: Vec<SkillInfo> = self
+            .skills()?
+            .into_iter()
+            .filter(|s| crate::mcp_skills::servable_name(&s.entry.name))
+            .collect();
+        let cursor = request.and_then(|r| r.cursor);
+        let (skills, next) = page(skills, |s| s.entry.name.as_str(), cursor.as_deref());
+        let host = self.host.clone();
+        let served = tokio::task::spawn_blocking(move || {
+            skills
+                .iter()
+                .filter_map(|info| match ServedSkill::new(host.data(), info) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("listing skills failed: {e}"), None))?;
+        Ok((served, next))
+    }
+
+    /// The caller's skill of a `skill://` URI, served; `-32602` when the
+    /// caller cannot see it.
+    async fn served_skill(&self, uri: &str) -> Result<ServedSkill, ErrorData> {
+        let name = skill_of_uri(uri).ok_or_else(|| unknown_uri(uri))?;
+        let info = self
+            .skills()?
+            .into_iter()
+            .find(|s| s.entry.name == name)
+            .ok_or_else(|| unknown_uri(uri))?;
+        let host = self.host.clone();
+        tokio::task::spawn_blocking(move || ServedSkill::new(host.data(), &info))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("reading the skill failed: {e}"), None))?
+            .map_err(|e| ErrorData::internal_error(e, None))
     }
 }
 
@@ -198,8 +265,13 @@ impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_skills()
                 .build(),
         );
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
@@ -254,6 +326,110 @@ impl ServerHandler for McpFront {
         Ok(call_result(report).into())
     }
 
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let (served, next) = self.skill_page(request).await?;
+        let mut result =
+            ListSkillsResult::with_all_items(served.into_iter().map(|s| s.entry).collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let uri = request.uri;
+        // Only the SKILL.md URI names a skill.
+        if skill_of_uri(&uri).is_none_or(|name| skill_md_uri(name) != uri) {
+            return Err(unknown_uri(&uri));
+        }
+        Ok(GetSkillResult::new(self.served_skill(&uri).await?.entry))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (served, next) = self.skill_page(request).await?;
+        let mut result =
+            ListResourcesResult::with_all_items(served.iter().map(ServedSkill::resource).collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let skill = self.served_skill(&uri).await?;
+        let host = self.host.clone();
+        let read_uri = uri.clone();
+        let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("reading {uri} failed: {e}"), None))?;
+        match read {
+            None => Err(unknown_uri(&uri)),
+            Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
+            Some(Ok(result)) => Ok(result.into()),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let cursor = request.and_then(|r| r.cursor);
+        let (skills, next) = page(self.skills()?, |s| s.entry.name.as_str(), cursor.as_deref());
+        let mut result = ListPromptsResult::with_all_items(
+            skills
+                .iter()
+                .filter_map(|s| {
+                    let m = s.manifest.as_ref()?;
+                    Some(Prompt::new(&s.entry.name, Some(&m.description), None))
+                })
+                .collect(),
+        );
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let skills = self.skills()?;
+        let Some(m) = skills
+            .iter()
+            .find(|s| s.entry.name == request.name)
+            .and_then(|s| s.manifest.as_ref())
+        else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt `{}`; `prompts/list` shows the prompts (one per skill) \
+                     this client may use",
+                    crate::escape::escape_control(&request.name, 128, false)
+                ),
+                None,
+            ));
+        };
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            crate::mcp_skills::prompt_text(m),
+        )])
+        .with_description(&m.description)
+        .into())
+    }
+
     /// Legacy era (after `initialize`): notifications go to the session.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let front = self.clone();
@@ -265,57 +441,104 @@ impl ServerHandler for McpFront {
                 if peer.is_transport_closed() {
                     break;
                 }
-                if watch.changed(&front) && peer.notify_tool_list_changed().await.is_err() {
+                let (tools, skills) = watch.changed(&front);
+                if tools && peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+                if skills
+                    && (peer.notify_prompt_list_changed().await.is_err()
+                        || peer.notify_resource_list_changed().await.is_err())
+                {
                     break;
                 }
             }
         });
     }
 
-    /// 2026-07-28 era: `subscriptions/listen` for tool list changes.
+    /// 2026-07-28 era: `subscriptions/listen` for tool, prompt and resource
+    /// list changes (rmcp keeps what was both asked for and advertised).
     fn accepted_subscription_filter(
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let accepted = context.accepted().clone();
+        let wants = |f: Option<bool>| f == Some(true);
         let mut watch = ListWatch::new(self);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
                 _ = tokio::time::sleep(LIST_CHANGED_POLL) => {}
             }
-            if watch.changed(self) && context.sink().notify_tool_list_changed().await.is_err() {
+            let (tools, skills) = watch.changed(self);
+            let sink = context.sink();
+            if tools
+                && wants(accepted.tools_list_changed)
+                && sink.notify_tool_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+            if skills
+                && wants(accepted.prompts_list_changed)
+                && sink.notify_prompt_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+            if skills
+                && wants(accepted.resources_list_changed)
+                && sink.notify_resource_list_changed().await.is_err()
+            {
                 return Ok(());
             }
         }
     }
 }
 
-/// Tells whether a caller's tool list changed since the last look.
+/// Tells whether a caller's tools, and its skills, changed since the last
+/// look.
 struct ListWatch {
-    last: Option<u64>,
+    tools: Option<u64>,
+    skills: Option<u64>,
 }
 
 impl ListWatch {
     fn new(front: &McpFront) -> ListWatch {
         ListWatch {
-            last: front.specs().map(|s| fingerprint(&s)).ok(),
+            tools: front.specs().map(|s| fingerprint(&s)).ok(),
+            skills: front
+                .skills()
+                .map(|s| crate::mcp_skills::fingerprint(&s))
+                .ok(),
         }
     }
 
-    fn changed(&mut self, front: &McpFront) -> bool {
-        let Ok(specs) = front.specs() else {
-            return false;
-        };
-        let now = Some(fingerprint(&specs));
-        if now == self.last {
-            return false;
+    /// (tools changed, skills changed).
+    fn changed(&mut self, front: &McpFront) -> (bool, bool) {
+        fn seen(last: &mut Option<u64>, now: Option<u64>) -> bool {
+            if now.is_none() || now == *last {
+                return false;
+            }
+            *last = now;
+            true
         }
-        self.last = now;
-        true
+        let tools = seen(&mut self.tools, front.specs().map(|s| fingerprint(&s)).ok());
+        let skills = seen(
+            &mut self.skills,
+            front
+                .skills()
+                .map(|s| crate::mcp_skills::fingerprint(&s))
+                .ok(),
+        );
+        (tools, skills)
     }
 }
 

@@ -131,6 +131,17 @@ const MIGRATIONS: &[&str] = &[
     // 4: the process that runs an approved call, so that a run left
     // `running` by a process that died is marked interrupted.
     "ALTER TABLE runs ADD COLUMN runner_pid INTEGER;",
+    // 5: bearer tokens of the HTTP front, each bound to one persona; only
+    // the token's sha256 is kept.
+    "CREATE TABLE api_tokens (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        digest TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,
+        persona TEXT NOT NULL REFERENCES personas (id) ON DELETE CASCADE,
+        label TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL
+     );
+     CREATE INDEX api_tokens_persona ON api_tokens (persona);",
 ];
 
 /// One installed skill version as recorded.

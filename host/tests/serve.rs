@@ -175,12 +175,29 @@ fn check(report: &Value, data: &Path) {
         "{h}"
     );
 
+    check_skills(report);
+
     // Another process's grant arrives as list_changed.
     assert_eq!(report["list_changed"], true, "{report}");
     assert!(
         report["tools_after_grant"]
             .as_array()
             .is_some_and(|t| t.iter().any(|n| n == "json.query")),
+        "{report}"
+    );
+
+    // ... for prompts and skill resources too.
+    assert_eq!(report["prompts_list_changed"], true, "{report}");
+    assert_eq!(report["resources_list_changed"], true, "{report}");
+    assert!(
+        report["prompts_after_grant"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|n| n == "json-tools")),
+        "{report}"
+    );
+    assert_eq!(
+        report["skills_after_grant"],
+        json!(["hostile", "json-tools", "text-tools"]),
         "{report}"
     );
 
@@ -199,6 +216,144 @@ fn check(report: &Value, data: &Path) {
     assert!(
         sleep["duration_ms"].as_u64().is_some_and(|d| d < 5_000),
         "the cancelled call ran on: {sleep}"
+    );
+}
+
+/// The code of a JSON-RPC error the client reported.
+fn error_code(v: &Value) -> Option<i64> {
+    v["code"].as_i64()
+}
+
+/// Skills through the Skills extension (SEP-2640) and as prompts: only the
+/// persona's granted skills, every file with its digest, SKILL.md generated
+/// from skill.yaml, files read only by their listed URI.
+fn check_skills(report: &Value) {
+    let ext = &report["capabilities"]["extensions"]["io.modelcontextprotocol/skills"];
+    assert!(ext.is_object(), "skills extension not declared: {report}");
+    assert!(report["capabilities"]["resources"].is_object(), "{report}");
+    assert!(report["capabilities"]["prompts"].is_object(), "{report}");
+
+    // skills/list: the granted skills, not json-tools.
+    let skills = report["skills_list"]["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("skills/list failed: {}", report["skills_list"]));
+    let names: Vec<&str> = skills
+        .iter()
+        .filter_map(|s| s["frontmatter"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["hostile", "text-tools"], "{report}");
+    let tt = skills
+        .iter()
+        .find(|s| s["uri"] == "skill://text-tools/SKILL.md")
+        .expect("text-tools entry");
+    assert_eq!(
+        tt["frontmatter"]["description"],
+        "Counts words, lines and characters, and replaces text by regular expression.",
+        "{tt}"
+    );
+    let files = tt["resources"].as_array().expect("resources");
+    let file = |uri: &str| {
+        files
+            .iter()
+            .find(|f| f["uri"] == uri)
+            .unwrap_or_else(|| panic!("{uri} not listed: {tt}"))
+    };
+    // Every file of the folder, with sha256 digests and sizes.
+    assert_eq!(files.len(), 3, "{tt}");
+    for f in files {
+        let d = f["digest"].as_str().expect("digest");
+        assert!(
+            d.len() == 71
+                && d.starts_with("sha256:")
+                && d[7..].bytes().all(|c| c.is_ascii_hexdigit()),
+            "{f}"
+        );
+        assert!(f["size"].as_u64().is_some_and(|s| s > 0), "{f}");
+    }
+
+    // skills/get: the same entry; -32602 for a skill the persona cannot see
+    // and for a URI that is not a SKILL.md.
+    assert_eq!(&report["skill_get"]["skill"], tt, "{report}");
+    assert_eq!(
+        error_code(&report["skill_get_hidden"]),
+        Some(-32602),
+        "{report}"
+    );
+    assert_eq!(
+        error_code(&report["skill_get_file"]),
+        Some(-32602),
+        "{report}"
+    );
+
+    // SKILL.md, generated from skill.yaml: frontmatter, instructions, tools
+    // with their input schemas; its size and digest are the listed ones.
+    let md = &report["skill_md"]["contents"][0];
+    assert_eq!(md["mimeType"], "text/markdown", "{md}");
+    let text = md["text"].as_str().expect("SKILL.md text");
+    assert!(text.starts_with("---\nname: text-tools\n"), "{text}");
+    assert!(text.contains("## Instructions"), "{text}");
+    assert!(text.contains("### `text.regex_replace`"), "{text}");
+    assert!(text.contains("\"pattern\""), "{text}");
+    assert_eq!(
+        file("skill://text-tools/SKILL.md")["size"],
+        text.len(),
+        "{text}"
+    );
+    // skill.yaml as text, the component as a blob whose digest is listed.
+    let yaml = &report["skill_yaml"]["contents"][0];
+    assert_eq!(yaml["mimeType"], "application/yaml", "{yaml}");
+    assert!(
+        yaml["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("name: text-tools")),
+        "{yaml}"
+    );
+    let wasm = &report["skill_wasm"];
+    assert_eq!(wasm["mimeType"], "application/wasm", "{wasm}");
+    assert_eq!(wasm["has_text"], false, "{wasm}");
+    let listed = file("skill://text-tools/text_tools.wasm");
+    assert_eq!(wasm["digest"], listed["digest"], "{wasm}");
+    assert_eq!(wasm["size"], listed["size"], "{wasm}");
+
+    // Only exact listed URIs of visible skills are read.
+    for key in ["read_traversal", "read_unlisted", "read_hidden"] {
+        assert_eq!(error_code(&report[key]), Some(-32602), "{key}: {report}");
+    }
+
+    // resources/list: each skill's SKILL.md.
+    let resources = report["resources"].as_array().expect("resources/list");
+    assert!(
+        resources
+            .iter()
+            .any(|r| r["uri"] == "skill://text-tools/SKILL.md"
+                && r["name"] == "text-tools"
+                && r["mimeType"] == "text/markdown"),
+        "{report}"
+    );
+    assert!(
+        resources.iter().all(|r| r["name"] != "json-tools"),
+        "{report}"
+    );
+
+    // Prompts: each granted skill's instructions.
+    let prompts: Vec<&str> = report["prompts"]
+        .as_array()
+        .expect("prompts/list")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(prompts, ["hostile", "text-tools"], "{report}");
+    let p = &report["prompt"];
+    assert!(
+        p["messages"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("text.word_count")),
+        "{p}"
+    );
+    assert_eq!(
+        error_code(&report["prompt_hidden"]),
+        Some(-32602),
+        "{report}"
     );
 }
 

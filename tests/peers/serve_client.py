@@ -7,13 +7,18 @@ initialize handshake). Prints one JSON object with what each step saw; the
 Rust test (host/tests/serve.rs) asserts on it. Every wait is bounded.
 """
 
+import base64
+import hashlib
 import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp_types import Request
+from pydantic import TypeAdapter
 
 
 def dump(value):
@@ -22,15 +27,26 @@ def dump(value):
     return value
 
 
+def failure(e):
+    """What a JSON-RPC error looked like: its code and message."""
+    return {"error": str(e), "code": getattr(getattr(e, "error", None), "code", None)}
+
+
 async def main():
     skillhost, data, persona, mode = sys.argv[1:5]
     report = {}
     changed = anyio.Event()
+    prompts_changed = anyio.Event()
+    resources_changed = anyio.Event()
 
     async def on_message(message):
         d = dump(getattr(message, "root", message))
         if isinstance(d, dict) and d.get("method") == "notifications/tools/list_changed":
             changed.set()
+        if isinstance(d, dict) and d.get("method") == "notifications/prompts/list_changed":
+            prompts_changed.set()
+        if isinstance(d, dict) and d.get("method") == "notifications/resources/list_changed":
+            resources_changed.set()
 
     params = StdioServerParameters(
         command=skillhost,
@@ -55,6 +71,52 @@ async def main():
         except Exception as e:  # the SDK raises on a JSON-RPC error
             report["hidden"] = {"error": str(e), "type": type(e).__name__}
 
+        # Skills (SEP-2640), sent as raw requests: the SDK has no skills client.
+        async def raw(method, params):
+            try:
+                request = Request[dict[str, Any] | None, str](method=method, params=params)
+                return await client.session.send_request(request, TypeAdapter(dict[str, Any]))
+            except Exception as e:  # the SDK raises on a JSON-RPC error
+                return failure(e)
+
+        report["capabilities"] = dump(client.server_capabilities)
+        report["skills_list"] = await raw("skills/list", {})
+        report["skill_get"] = await raw("skills/get", {"uri": "skill://text-tools/SKILL.md"})
+        report["skill_get_hidden"] = await raw("skills/get", {"uri": "skill://json-tools/SKILL.md"})
+        report["skill_get_file"] = await raw("skills/get", {"uri": "skill://text-tools/skill.yaml"})
+        report["skill_md"] = await raw("resources/read", {"uri": "skill://text-tools/SKILL.md"})
+        report["skill_yaml"] = await raw("resources/read", {"uri": "skill://text-tools/skill.yaml"})
+        # The component: a base64 blob; report its digest, not its bytes.
+        r = await raw("resources/read", {"uri": "skill://text-tools/text_tools.wasm"})
+        if "contents" in r:
+            c = r["contents"][0]
+            raw_bytes = base64.b64decode(c.get("blob", ""))
+            r = {
+                "mimeType": c.get("mimeType"),
+                "has_text": "text" in c,
+                "digest": "sha256:" + hashlib.sha256(raw_bytes).hexdigest(),
+                "size": len(raw_bytes),
+            }
+        report["skill_wasm"] = r
+        report["read_traversal"] = await raw(
+            "resources/read", {"uri": "skill://text-tools/../hostile/skill.yaml"}
+        )
+        report["read_unlisted"] = await raw("resources/read", {"uri": "skill://text-tools/Cargo.toml"})
+        report["read_hidden"] = await raw("resources/read", {"uri": "skill://json-tools/SKILL.md"})
+        try:
+            report["resources"] = [dump(r) for r in (await client.list_resources()).resources]
+        except Exception as e:
+            report["resources"] = failure(e)
+        try:
+            report["prompts"] = [dump(p) for p in (await client.list_prompts()).prompts]
+            report["prompt"] = dump(await client.get_prompt("text-tools"))
+        except Exception as e:
+            report["prompts"] = failure(e)
+        try:
+            report["prompt_hidden"] = {"result": dump(await client.get_prompt("json-tools"))}
+        except Exception as e:
+            report["prompt_hidden"] = failure(e)
+
         # A grant made by another process reaches this session as list_changed:
         # on the session after `initialize`, on a subscriptions/listen stream
         # in the 2026-07-28 era.
@@ -71,15 +133,34 @@ async def main():
                 await changed.wait()
         else:
             report["protocol_version"] = client.protocol_version
-            async with client.listen(tools_list_changed=True) as sub:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as sub:
                 grant()
                 with anyio.move_on_after(15):
-                    async for _event in sub:
-                        changed.set()
-                        break
+                    async for event in sub:
+                        kind = type(event).__name__
+                        if kind == "ToolsListChanged":
+                            changed.set()
+                        elif kind == "PromptsListChanged":
+                            prompts_changed.set()
+                        elif kind == "ResourcesListChanged":
+                            resources_changed.set()
+                        if changed.is_set() and prompts_changed.is_set() and resources_changed.is_set():
+                            break
+        if mode == "legacy":
+            with anyio.move_on_after(5):
+                await prompts_changed.wait()
+                await resources_changed.wait()
         report["list_changed"] = changed.is_set()
+        report["prompts_list_changed"] = prompts_changed.is_set()
+        report["resources_list_changed"] = resources_changed.is_set()
         tools = await client.list_tools()
         report["tools_after_grant"] = sorted(t.name for t in tools.tools)
+        prompts = await client.list_prompts()
+        report["prompts_after_grant"] = sorted(p.name for p in prompts.prompts)
+        r = await raw("skills/list", {})
+        report["skills_after_grant"] = sorted(s["frontmatter"]["name"] for s in r.get("skills", []))
 
         # Cancelling a long call ends it long before its own limit.
         started = time.monotonic()

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
+pub(crate) use pack::is_packed;
 pub use pack::{PackError, pack_dir};
 pub use statement::{FileEntry, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Statement};
 

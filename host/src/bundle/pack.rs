@@ -37,6 +37,16 @@ pub struct PackError {
     pub message: String,
 }
 
+/// Whether a folder entry named `name` is part of a skill's files (what a
+/// bundle packs): build output, version control and editor litter are not.
+pub(crate) fn is_packed(name: &str, is_dir: bool) -> bool {
+    if is_dir {
+        !EXCLUDED_DIRS.contains(&name)
+    } else {
+        !EXCLUDED_FILES.contains(&name) && !name.ends_with(".tmp")
+    }
+}
+
 fn collect(
     root: &Path,
     rel: &str,
@@ -72,11 +82,11 @@ fn collect(
             )));
         }
         if ty.is_dir() {
-            if !EXCLUDED_DIRS.contains(&name.as_str()) {
+            if is_packed(&name, true) {
                 collect(root, &path, out, fail)?;
             }
         } else if ty.is_file() {
-            if EXCLUDED_FILES.contains(&name.as_str()) || name.ends_with(".tmp") {
+            if !is_packed(&name, false) {
                 continue;
             }
             let data = std::fs::read(e.path())

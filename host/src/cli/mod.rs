@@ -9,6 +9,7 @@ mod personas;
 mod runs;
 mod serve;
 mod skills;
+mod tokens;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -138,8 +139,12 @@ enum Command {
     /// Blobs passed to calls by reference (input refs).
     #[command(subcommand)]
     Refs(runs::RefsCommand),
-    /// Serve a persona's tools to an MCP client (`--stdio`).
+    /// Serve a persona's tools to an MCP client over stdio (`--stdio`), or
+    /// every persona's over streamable HTTP with bearer tokens (`--http`).
     Serve(serve::ServeArgs),
+    /// Bearer tokens for `serve --http`, each acting as one persona.
+    #[command(subcommand)]
+    Tokens(tokens::TokensCommand),
     /// Why can't this persona use that tool? Walks server → registry →
     /// grants → runs → approvals → server log and names the first broken
     /// link.
@@ -338,6 +343,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         Command::Tools(cmd) => tools::tools(&cli.data_dir, cmd).await,
         Command::Refs(cmd) => runs::refs(&cli.data_dir, cmd).await,
         Command::Serve(args) => serve::serve(&cli.data_dir, args).await,
+        Command::Tokens(cmd) => tokens::tokens(&cli.data_dir, cmd).await,
         Command::Why {
             persona,
             tool,

@@ -2,7 +2,11 @@
 
 use std::path::Path;
 
-use clap::Args;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args};
 use rmcp::ServiceExt;
 
 use crate::host::Caller;
@@ -10,18 +14,41 @@ use crate::mcp_front::McpFront;
 
 /// `skillhost serve` arguments.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("transport").required(true).args(["stdio", "http"])))]
 pub(super) struct ServeArgs {
     /// Serve MCP over stdin/stdout (one client: the process that started
     /// this one). Logs go to stderr.
-    #[arg(long, required = true)]
-    stdio: bool,
-    /// Serve this persona's tools. Without it the operator's: every
-    /// registered tool (confirmation still applies).
     #[arg(long)]
+    stdio: bool,
+    /// Serve MCP over streamable HTTP at ADDR (e.g. 127.0.0.1:8765; port 0
+    /// picks a free one): `/mcp`, each client with a bearer token from
+    /// `skillhost tokens add --persona P` (the admin token file in the data
+    /// dir acts as the operator), and `/healthz`.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Serve this persona's tools (stdio). Without it the operator's: every
+    /// registered tool (confirmation still applies). Over HTTP the persona
+    /// comes from each request's token.
+    #[arg(long, conflicts_with = "http")]
     persona: Option<String>,
+    /// Let --http bind to an address that is not loopback (tokens then
+    /// cross the network unencrypted: put TLS in front).
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
+    /// Another host name clients use to reach a remote bind (Host and
+    /// Origin checks; repeatable).
+    #[arg(long = "allowed-host", value_name = "NAME", requires = "allow_remote")]
+    allowed_hosts: Vec<String>,
+    /// On SIGTERM/SIGINT, how long in-flight HTTP requests may finish, in
+    /// seconds.
+    #[arg(long, default_value_t = 10, requires = "http")]
+    grace_secs: u64,
 }
 
 pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    if let Some(addr) = args.http {
+        return serve_http(data_dir, addr, &args).await;
+    }
     let host = super::open_host(data_dir).await?;
     let caller = match &args.persona {
         Some(p) => {
@@ -53,6 +80,62 @@ pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()
         anyhow::Ok(())
     }
     .await;
+    host.shutdown().await;
+    served
+}
+
+async fn serve_http(data_dir: &Path, addr: SocketAddr, args: &ServeArgs) -> anyhow::Result<()> {
+    let host = super::open_host(data_dir).await?;
+    let mut builder = crate::http::HttpServerBuilder::new(host.clone(), addr)
+        .allow_remote(args.allow_remote)
+        .grace_period(Duration::from_secs(args.grace_secs));
+    for h in &args.allowed_hosts {
+        builder = builder.allowed_host(h.clone());
+    }
+    let server = match builder.bind().await {
+        Ok(s) => s,
+        Err(e) => {
+            host.shutdown().await;
+            return Err(e);
+        }
+    };
+    let local = server.local_addr();
+    if !local.ip().is_loopback() {
+        eprintln!(
+            "warning: serving on {local}, beyond this machine: anyone who can reach it and \
+             holds a token can call that persona's tools, and tokens travel unencrypted \
+             (put a TLS proxy in front)"
+        );
+    }
+    let url = server.mcp_url();
+    let snippet = serde_json::json!({
+        "mcpServers": {
+            "skillhost": {
+                "type": "http",
+                "url": url,
+                "headers": {"Authorization": "Bearer <a token from `skillhost tokens add --persona P`>"},
+            }
+        }
+    });
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on http://{local}")?;
+    writeln!(
+        out,
+        "MCP endpoint: {url} (a bearer token per persona: `skillhost tokens add --persona P`)"
+    )?;
+    writeln!(
+        out,
+        "admin token (the operator): {}",
+        server.admin_token_path().display()
+    )?;
+    writeln!(
+        out,
+        "client configuration:\n{}",
+        serde_json::to_string_pretty(&snippet)?
+    )?;
+    out.flush()?;
+    drop(out);
+    let served = server.run(terminate()).await;
     host.shutdown().await;
     served
 }

@@ -744,6 +744,7 @@ impl HostInner {
 
 mod admin;
 mod call;
+mod tokens;
 
 impl Host {
     pub(crate) fn registry(&self) -> anyhow::Result<Arc<Registry>> {
