@@ -7,26 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{skillhost, stderr, stdout};
+use common::{python, repo, skillhost, stderr, stdout};
 use serde_json::{Value, json};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The peers' Python (with the MCP SDK).
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("SKILLHOST_TEST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let p = repo().join("target/peers/venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh",
-        p.display()
-    );
-    p
-}
 
 fn py_server() -> String {
     repo()

@@ -2,33 +2,13 @@
 //! (tests/peers/serve_client.py), in both protocol eras.
 
 mod common;
-use common::{skillhost, stderr};
+use common::{python, repo, skillhost, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
 use skillhost::plugin_artifacts as art;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo")
-        .to_path_buf()
-}
-
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("SKILLHOST_TEST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let p = repo().join("target/peers/venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh",
-        p.display()
-    );
-    p
-}
 
 /// A skill folder at `dir/name` holding `plugin`'s manifest (edited by
 /// `edit`) and its built component.

@@ -3,35 +3,15 @@
 //! (tests/peers/http_client.py), and graceful shutdown on SIGTERM.
 
 mod common;
-use common::{skillhost, stderr, stdout};
+use common::{python, repo, skillhost, stderr, stdout};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repo")
-        .to_path_buf()
-}
-
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("SKILLHOST_TEST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let p = repo().join("target/peers/venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run tests/peers/install.sh",
-        p.display()
-    );
-    p
-}
 
 /// The server, killed (by its own pid) if a test fails before SIGTERM.
 struct Server {

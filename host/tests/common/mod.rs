@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs `skillhost --data-dir DATA ARGS…` with no log or data-dir settings
@@ -27,4 +27,27 @@ pub fn stderr(o: &Output) -> String {
 /// The process's stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the host crate sits in the repository")
+        .to_path_buf()
+}
+
+/// The peers' Python (with the MCP SDK): `SKILLHOST_TEST_PYTHON`, else the
+/// venv `tests/peers/install.sh` makes.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("SKILLHOST_TEST_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let p = repo().join("target/peers/venv/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run tests/peers/install.sh",
+        p.display()
+    );
+    p
 }
