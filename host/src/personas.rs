@@ -8,7 +8,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use crate::store::Store;
+use crate::store::{Store, now};
 
 /// One persona.
 ///
@@ -50,13 +50,6 @@ pub(crate) fn invalid_persona_id(id: &str) -> String {
          letter or digit (`*` means every persona and is only valid in MCP grants)",
         crate::escape::escape_control(id, 80, false)
     )
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 impl Store {

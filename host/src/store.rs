@@ -180,7 +180,9 @@ pub(crate) struct Store {
     conn: Connection,
 }
 
-fn now() -> i64 {
+/// Unix seconds (0 if the clock is before 1970): the timestamps of
+/// installs, personas, grants and tokens.
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

@@ -13,7 +13,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::store::Store;
+use crate::store::{Store, now};
 
 /// Every token starts with this.
 pub const TOKEN_PREFIX: &str = "skh_";
@@ -82,13 +82,6 @@ pub(crate) fn well_formed(token: &str) -> bool {
         && token[TOKEN_PREFIX.len()..]
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 impl Store {

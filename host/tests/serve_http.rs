@@ -27,15 +27,14 @@ impl Drop for Server {
 }
 
 fn start(data: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--data-dir")
-        .arg(data)
-        .args(["serve", "--http", "127.0.0.1:0", "--grace-secs", "5"])
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start skillhost serve --http");
+    let mut child = common::command(
+        data,
+        &["serve", "--http", "127.0.0.1:0", "--grace-secs", "5"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start skillhost serve --http");
     let out = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -7,7 +7,7 @@ use common::{skillhost, stderr, stdout};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -94,12 +94,7 @@ impl Drop for Reaped {
 
 fn spawn(data: &Path, args: &[&str]) -> Reaped {
     Reaped(
-        Command::new(env!("CARGO_BIN_EXE_skillhost"))
-            .arg("--data-dir")
-            .arg(data)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env_remove("SKILLHOST_DATA")
+        common::command(data, args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

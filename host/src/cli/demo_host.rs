@@ -47,7 +47,7 @@ async fn steps(host: &crate::host::Host) -> anyhow::Result<String> {
     }
 
     host.grant_skill("support", "text-tools", true)?;
-    if mcp_configured(host)? {
+    if host.mcp_config()?.server("everything").is_some() {
         host.grant_mcp("*", "everything", true)?;
     }
     let seen = host.tool_specs(Some("support"))?.len();
@@ -128,10 +128,4 @@ async fn steps(host: &crate::host::Host) -> anyhow::Result<String> {
         "denied → granted → ok; {MUTATING_TOOL} waited, was approved once; {} runs audited",
         runs.len()
     ))
-}
-
-fn mcp_configured(host: &crate::host::Host) -> anyhow::Result<bool> {
-    let dir = cap_std::fs::Dir::open_ambient_dir(host.data_dir(), cap_std::ambient_authority())?;
-    let config = skillhost_mcp::McpConfig::load(&dir)?;
-    Ok(config.servers.iter().any(|s| s.name == "everything"))
 }

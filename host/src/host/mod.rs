@@ -348,21 +348,13 @@ impl RunReport {
 /// The data of an MCP `CallToolResult` (as JSON): `structuredContent`, else
 /// the text content parsed as JSON, else the text under `result`.
 fn mcp_result_value(result: &Value) -> Value {
-    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+    let Ok(result) = serde_json::from_value::<skillhost_mcp::CallToolResult>(result.clone()) else {
+        return result.clone();
+    };
+    if let Some(structured) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
         return structured.clone();
     }
-    let text: Vec<&str> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|c| c.get("text").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default();
-    let text = text.join("\n");
+    let text = skillhost_mcp::text_content(&result);
     serde_json::from_str(&text).unwrap_or(Value::String(text))
 }
 

@@ -6,17 +6,21 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Runs `skillhost --data-dir DATA ARGS…` with no log or data-dir settings
-/// inherited from the environment.
-pub fn skillhost(data: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skillhost"))
-        .arg("--data-dir")
+/// `skillhost --data-dir DATA ARGS…` with no log or data-dir settings
+/// inherited from the environment, ready to run or spawn.
+pub fn command(data: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
+    cmd.arg("--data-dir")
         .arg(data)
         .args(args)
         .env_remove("RUST_LOG")
-        .env_remove("SKILLHOST_DATA")
-        .output()
-        .expect("run skillhost")
+        .env_remove("SKILLHOST_DATA");
+    cmd
+}
+
+/// Runs `skillhost --data-dir DATA ARGS…` (see [`command`]) to the end.
+pub fn skillhost(data: &Path, args: &[&str]) -> Output {
+    command(data, args).output().expect("run skillhost")
 }
 
 /// The process's stderr as text.
