@@ -15,6 +15,7 @@ const PLUGINS: &[(&str, bool)] = &[
     ("hostile", false),
     ("hostile-fs", false),
     ("hostile-net", false),
+    ("conformance-fixtures", false),
 ];
 
 fn main() {

@@ -34,9 +34,12 @@ mod http;
 mod installs;
 mod limits;
 mod manifest;
+mod mcp_confirm;
 mod mcp_front;
+mod mcp_servers;
 mod mcp_skills;
 mod mcp_state;
+mod metrics;
 mod personas;
 mod refs;
 mod registry;
@@ -86,6 +89,7 @@ pub use manifest::{
 };
 pub use mcp_front::{LIST_CHANGED_POLL, McpFront};
 pub use mcp_state::{SqlitePins, mcp_manager_options};
+pub use metrics::METRICS_CONTENT_TYPE;
 pub use personas::{Persona, valid_persona_id};
 pub use registry::{
     Conflict, DEFAULT_SPECIALIST, DEFAULT_SPECIALISTS, SkillState, ToolSpec, check_specialist,

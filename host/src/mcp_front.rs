@@ -15,9 +15,13 @@
 //! - every other failure: a result with `isError: true` whose text says
 //!   what went wrong (`denied`, `timeout`, `trapped`, schema problems, an
 //!   MCP server's own error result passed through);
-//! - a call that needs confirmation: an `isError` result that says
-//!   `waiting_approval` and names the run id to approve (`skillhost runs
-//!   approve ID`), with `structuredContent` `{status, run_id, expires_at_ms}`;
+//! - a call that needs confirmation: put to the client's user by
+//!   elicitation where the client supports it (`mcp_confirm`: an
+//!   `elicitation/create` request in a legacy session, an `input_required`
+//!   result in the 2026-07-28 era); otherwise, or when the user leaves it
+//!   undecided, an `isError` result that says `waiting_approval` and names
+//!   the run id to approve (`skillhost runs approve ID`), with
+//!   `structuredContent` `{status, run_id, expires_at_ms}`;
 //! - a success: `structuredContent` (a skill's JSON output, or an MCP
 //!   server's own) and the same JSON as text;
 //! - `notifications/tools/list_changed` when the caller's tools change
@@ -26,7 +30,9 @@
 //!   on each `subscriptions/listen` stream in the 2026-07-28 era.
 //!
 //! Cancelling a request (`notifications/cancelled`) cancels the call: it
-//! interrupts the WASM call or cancels the downstream MCP request.
+//! interrupts the WASM call or cancels the downstream MCP request. A
+//! request with a `progressToken` gets the downstream MCP server's
+//! progress notifications, passed through under that token.
 //!
 //! Skills (see `mcp_skills`): the caller's skills through the Skills
 //! extension (`io.modelcontextprotocol/skills`: `skills/list`,
@@ -55,7 +61,12 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 
+use rmcp::model::ProgressNotificationParam;
+use skillhost_mcp::Progress;
+use tokio::sync::mpsc;
+
 use crate::host::{CallRequest, Caller, Host, RunReport};
+use crate::mcp_confirm::{self, Decision, ElicitMode, elicit_mode};
 use crate::mcp_skills::{ServedSkill, page, skill_md_uri, skill_of_uri, unknown_uri};
 use crate::registry::SkillInfo;
 use crate::registry::{SKILL_SERVER_PREFIX, ToolSpec};
@@ -81,6 +92,19 @@ pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
 pub struct McpFront {
     host: Host,
     caller: Caller,
+    /// Ask the client's user to confirm waiting calls (see `mcp_confirm`).
+    elicitation: bool,
+    /// The caller's tools as MCP tools, shared by the clones of this front.
+    tools: Arc<std::sync::Mutex<ToolCache>>,
+}
+
+/// The MCP tools made from one tool list ([`Host::tool_specs`] hands out
+/// the same list until the state changes), so that rmcp's `get_tool` on
+/// every HTTP request (the check of `Mcp-Param-*` headers) is a lookup.
+#[derive(Default)]
+struct ToolCache {
+    specs: Option<Arc<[Arc<ToolSpec>]>>,
+    tools: Arc<[Tool]>,
 }
 
 impl std::fmt::Debug for McpFront {
@@ -100,13 +124,49 @@ impl McpFront {
     /// # }
     /// ```
     pub fn new(host: Host, caller: Caller) -> McpFront {
-        McpFront { host, caller }
+        McpFront {
+            host,
+            caller,
+            elicitation: true,
+            tools: Arc::default(),
+        }
+    }
+
+    /// Whether a call that needs confirmation is put to the client's user
+    /// by elicitation, where the client supports it (default: yes). With
+    /// `false` only an operator decides (`skillhost runs approve`), and the
+    /// client always gets the `waiting_approval` result.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) {
+    /// let front = skillhost::McpFront::new(host, skillhost::Caller::persona("support"))
+    ///     .with_elicitation(false);
+    /// # }
+    /// ```
+    pub fn with_elicitation(mut self, yes: bool) -> McpFront {
+        self.elicitation = yes;
+        self
     }
 
     fn specs(&self) -> Result<Arc<[Arc<ToolSpec>]>, ErrorData> {
         self.host
             .tool_specs(self.caller.persona_id())
             .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+    }
+
+    /// The caller's tools as MCP tools (see [`ToolCache`]).
+    fn tools(&self) -> Result<Arc<[Tool]>, ErrorData> {
+        Ok(self.cached_tools(self.specs()?))
+    }
+
+    /// The MCP tools of `specs`, made once per list (see [`ToolCache`]).
+    fn cached_tools(&self, specs: Arc<[Arc<ToolSpec>]>) -> Arc<[Tool]> {
+        let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        if !cache.specs.as_ref().is_some_and(|s| Arc::ptr_eq(s, &specs)) {
+            cache.tools = specs.iter().filter_map(|s| mcp_tool(s)).collect();
+            cache.specs = Some(specs);
+        }
+        cache.tools.clone()
     }
 
     fn skills(&self) -> Result<Vec<SkillInfo>, ErrorData> {
@@ -164,6 +224,130 @@ impl McpFront {
 }
 
 /// The MCP `Tool` for a registry entry.
+impl McpFront {
+    /// Asks a legacy session's user to confirm `report`'s waiting run with
+    /// `elicitation/create`, and decides the run by the answer.
+    async fn confirm_in_session(
+        &self,
+        report: RunReport,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> CallToolResult {
+        let limit = mcp_confirm::wait_limit(report.expires_at_ms, crate::runs::now_ms());
+        let asked = context.peer.create_elicitation_with_timeout(
+            mcp_confirm::confirm_params(&report, args),
+            Some(limit),
+        );
+        let answer = tokio::select! {
+            a = asked => a,
+            _ = context.ct.cancelled() => return call_result(report),
+        };
+        let decision = match answer {
+            Ok(result) => mcp_confirm::decision(&result),
+            Err(e) => {
+                tracing::debug!(run = %report.run_id, "confirmation by elicitation failed: {e}");
+                Decision::Undecided(format!("the client did not answer the confirmation: {e}"))
+            }
+        };
+        self.decide(&report.run_id, decision, context, progress, || {
+            call_result(report.clone())
+        })
+        .await
+    }
+
+    /// A 2026-07-28 retry: the user's answer in `inputResponses` decides the
+    /// run `state` names.
+    async fn resume_confirmation(
+        &self,
+        state: &str,
+        responses: Option<&std::collections::BTreeMap<String, Value>>,
+        tool: &str,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let run = if state.len() <= 128 {
+            self.host
+                .run(state)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+        } else {
+            None
+        };
+        mcp_confirm::check_resumable(state, run.as_ref(), &self.caller, tool)?;
+        let run_id = state.to_string();
+        let tool = tool.to_string();
+        let expires_at_ms = run.and_then(|r| r.expires_at_ms);
+        let decision = mcp_confirm::decision_of_responses(responses);
+        Ok(self
+            .decide(&run_id, decision, context, progress, || {
+                waiting_result(&tool, &run_id, expires_at_ms)
+            })
+            .await)
+    }
+
+    /// Approves or denies `run_id` as the user answered; `waiting` is the
+    /// result when the answer decided nothing.
+    async fn decide(
+        &self,
+        run_id: &str,
+        decision: Decision,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        waiting: impl FnOnce() -> CallToolResult,
+    ) -> CallToolResult {
+        match decision {
+            Decision::Approve => match self
+                .host
+                .approve_with(run_id, Some(context.ct.clone()), progress)
+                .await
+            {
+                Ok(report) => call_result(report),
+                Err(e) => text_result(
+                    format!("not run: {e}"),
+                    Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
+                    true,
+                ),
+            },
+            Decision::Deny => match self.host.deny(run_id) {
+                Ok(_) => text_result(
+                    format!("denied: the user declined to run it (run {run_id})"),
+                    Some(json!({"status": "denied", "run_id": run_id})),
+                    true,
+                ),
+                Err(e) => text_result(
+                    format!("not run: {e}"),
+                    Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
+                    true,
+                ),
+            },
+            Decision::Undecided(why) => {
+                tracing::debug!(run = %run_id, "confirmation undecided: {why}");
+                waiting()
+            }
+        }
+    }
+}
+
+/// A channel whose progress goes to the client as `notifications/progress`
+/// for the request's progress token; `None` when the request asked for no
+/// progress. The forwarding task ends when the call drops the sender.
+fn progress_sink(context: &RequestContext<RoleServer>) -> Option<mpsc::UnboundedSender<Progress>> {
+    let token = context.meta.get_progress_token()?;
+    let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
+    let peer = context.peer.clone();
+    tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+            param.total = p.total;
+            param.message = p.message;
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    Some(tx)
+}
+
 fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
     let skill = spec.server.starts_with(SKILL_SERVER_PREFIX);
     let mut tool = json!({
@@ -194,6 +378,23 @@ fn text_result(text: String, structured: Option<Value>, is_error: bool) -> CallT
     result
 }
 
+/// The `isError` result of a run waiting for approval.
+fn waiting_result(tool: &str, run_id: &str, expires_at_ms: Option<i64>) -> CallToolResult {
+    let text = format!(
+        "waiting_approval: `{tool}` needs confirmation; run {run_id} waits until an operator \
+         approves it (`skillhost runs approve {run_id}`) or denies it"
+    );
+    text_result(
+        text,
+        Some(json!({
+            "status": "waiting_approval",
+            "run_id": run_id,
+            "expires_at_ms": expires_at_ms,
+        })),
+        true,
+    )
+}
+
 /// The MCP result for a run.
 fn call_result(report: RunReport) -> CallToolResult {
     let skill = report.server.starts_with(SKILL_SERVER_PREFIX);
@@ -210,20 +411,7 @@ fn call_result(report: RunReport) -> CallToolResult {
             None => text_result(String::new(), None, false),
         },
         Outcome::WaitingApproval => {
-            let text = format!(
-                "waiting_approval: `{}` needs confirmation; run {} waits until an operator \
-                 approves it (`skillhost runs approve {}`) or denies it",
-                report.tool, report.run_id, report.run_id
-            );
-            text_result(
-                text,
-                Some(json!({
-                    "status": "waiting_approval",
-                    "run_id": report.run_id,
-                    "expires_at_ms": report.expires_at_ms,
-                })),
-                true,
-            )
+            waiting_result(&report.tool, &report.run_id, report.expires_at_ms)
         }
         outcome => {
             // An MCP server's own error result keeps its content.
@@ -287,18 +475,19 @@ impl ServerHandler for McpFront {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let specs = self.specs()?;
-        Ok(ListToolsResult::with_all_items(
-            specs.iter().filter_map(|s| mcp_tool(s)).collect(),
-        ))
+        Ok(ListToolsResult::with_all_items(self.tools()?.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let specs = self.specs().ok()?;
-        specs
-            .iter()
-            .find(|s| s.name == name)
-            .and_then(|s| mcp_tool(s))
+        // rmcp asks on every HTTP request (the `Mcp-Param-*` headers
+        // check): the tools as last read answer without a state read; only
+        // a tool missing there is looked up on fresh state.
+        if let Some(specs) = self.host.tool_specs_last_read(self.caller.persona_id())
+            && let Some(tool) = self.cached_tools(specs).iter().find(|t| t.name == name)
+        {
+            return Some(tool.clone());
+        }
+        self.tools().ok()?.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -307,8 +496,15 @@ impl ServerHandler for McpFront {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name: Cow<'_, str> = request.name.clone();
-        let specs = self.specs()?;
-        if !specs.iter().any(|s| s.name == name) {
+        // A tool listed as last read goes straight to the call, which reads
+        // the state fresh and authorizes on it; any other name is looked up
+        // on fresh state before it is called unknown.
+        let listed = |specs: &[Arc<ToolSpec>]| specs.iter().any(|s| s.name == name);
+        let known = match self.host.tool_specs_last_read(self.caller.persona_id()) {
+            Some(specs) if listed(&specs) => true,
+            _ => listed(&self.specs()?),
+        };
+        if !known {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool `{}`",
@@ -317,13 +513,41 @@ impl ServerHandler for McpFront {
                 None,
             ));
         }
+        let progress = progress_sink(&context);
+        if let Some(state) = &request.request_state {
+            // A 2026-07-28 retry with the user's answer to a confirmation.
+            return self
+                .resume_confirmation(
+                    state,
+                    request.input_responses.as_ref(),
+                    &name,
+                    &context,
+                    progress,
+                )
+                .await
+                .map(Into::into);
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let req = CallRequest {
             cancel: Some(context.ct.clone()),
+            progress: progress.clone(),
             ..Default::default()
         };
-        let report = self.host.call(&self.caller, &name, args, &req).await;
-        Ok(call_result(report).into())
+        let report = self
+            .host
+            .call(&self.caller, &name, args.clone(), &req)
+            .await;
+        if report.outcome != Outcome::WaitingApproval || !self.elicitation {
+            return Ok(call_result(report).into());
+        }
+        match elicit_mode(&context) {
+            ElicitMode::Unsupported => Ok(call_result(report).into()),
+            ElicitMode::InputRequired => Ok(mcp_confirm::input_required(&report, &args).into()),
+            ElicitMode::Request => Ok(self
+                .confirm_in_session(report, &args, &context, progress)
+                .await
+                .into()),
+        }
     }
 
     async fn list_skills(

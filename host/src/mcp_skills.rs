@@ -159,6 +159,8 @@ pub(crate) fn skill_of_uri(uri: &str) -> Option<&str> {
 /// The `-32602` answer for a URI the caller cannot read: the same whether
 /// the skill does not exist or is not the caller's.
 pub(crate) fn unknown_uri(uri: &str) -> ErrorData {
+    // The requested URI in `data` (SEP-2164), unless it is too long to echo.
+    let data = (uri.len() <= MAX_ECHOED_URI).then(|| serde_json::json!({ "uri": uri }));
     ErrorData::invalid_params(
         format!(
             "no skill resource `{}` is served to this client; `skills/list` (or \
@@ -166,9 +168,12 @@ pub(crate) fn unknown_uri(uri: &str) -> ErrorData {
              its files",
             crate::escape::escape_control(uri, 256, false)
         ),
-        None,
+        data,
     )
 }
+
+/// The longest requested URI echoed back in an error's `data`.
+const MAX_ECHOED_URI: usize = 2048;
 
 /// Where a served skill's files are read from.
 #[derive(Debug, Clone)]
@@ -911,5 +916,17 @@ tools:
         assert_eq!(mime_type_of("skill.yaml"), Some("application/yaml"));
         assert_eq!(mime_type_of("LICENSE"), None);
         assert!(is_textual("application/yaml") && !is_textual("application/wasm"));
+    }
+
+    #[test]
+    fn unknown_uris_are_echoed_in_data_unless_too_long() {
+        let e = unknown_uri("skill://nope/SKILL.md");
+        assert_eq!(e.code.0, -32602);
+        assert_eq!(
+            e.data,
+            Some(serde_json::json!({"uri": "skill://nope/SKILL.md"}))
+        );
+        let long = format!("skill://{}", "x".repeat(MAX_ECHOED_URI));
+        assert_eq!(unknown_uri(&long).data, None);
     }
 }

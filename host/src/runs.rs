@@ -5,11 +5,15 @@
 //! process may approve it); every other run and every event goes through
 //! [`EventWriter`]: a thread that writes whatever has queued in one
 //! transaction, so a kill -9 loses at most the last batch and never leaves
-//! half of one. [`EventWriter::flush`] waits until everything queued so far
-//! is on disk.
+//! half of one. It commits at most once per [`GROUP_COMMIT`]: a write
+//! arriving sooner after the last commit waits for the rest of that
+//! interval and is committed with whatever joined it, so a burst of calls
+//! pays one disk flush, not one each; a write after a quiet moment is
+//! committed at once. [`EventWriter::flush`] waits until everything queued
+//! so far is on disk (at most the rest of an interval longer).
 
 use std::sync::mpsc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
@@ -140,6 +144,8 @@ pub struct RunFilter {
     pub tool: Option<String>,
     /// Only runs waiting for approval.
     pub pending_only: bool,
+    /// Only runs with this outcome.
+    pub outcome: Option<Outcome>,
     /// At most this many, newest first (0: 100).
     pub limit: usize,
 }
@@ -256,6 +262,7 @@ impl Store {
             "SELECT {RUN_COLUMNS} FROM runs
              WHERE (?1 IS NULL OR persona = ?1) AND (?2 = 0 OR persona IS NULL)
                AND (?3 IS NULL OR tool = ?3) AND (?4 = 0 OR approval = 'pending')
+               AND (?6 IS NULL OR outcome = ?6)
              ORDER BY created_at_ms DESC, rowid DESC LIMIT ?5"
         );
         let mut stmt = self.conn().prepare_cached(&sql)?;
@@ -265,11 +272,24 @@ impl Store {
                 filter.operator_only,
                 filter.tool,
                 filter.pending_only,
-                limit
+                limit,
+                filter.outcome.map(Outcome::as_str)
             ],
             run_from_row,
         )?
         .collect()
+    }
+
+    /// How many runs wait for approval and have not expired at `now_ms`
+    /// (a count over the pending index, for the metrics).
+    pub(crate) fn pending_run_count(&self, now_ms: i64) -> rusqlite::Result<u64> {
+        self.conn()
+            .prepare_cached(
+                "SELECT COUNT(*) FROM runs WHERE approval = 'pending'
+                 AND (expires_at_ms IS NULL OR expires_at_ms > ?1)",
+            )?
+            .query_row(params![now_ms], |r| r.get::<_, i64>(0))
+            .map(|n| u64::try_from(n).unwrap_or(0))
     }
 
     /// Takes the decision on a pending run: moves it from `pending` to
@@ -396,7 +416,9 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
 
 /// What the writer thread is asked to do.
 enum Write {
-    Run(Box<RunRow>),
+    /// A run and the event of its end: one message, so one wake-up of the
+    /// writer and one transaction for both.
+    Run(Box<RunRow>, Box<HostEvent>),
     Event(Box<HostEvent>),
     Flush(mpsc::SyncSender<()>),
 }
@@ -424,9 +446,9 @@ impl EventWriter {
         }
     }
 
-    /// Queues a run row.
-    pub fn run(&self, row: RunRow) {
-        let _ = self.tx.send(Write::Run(Box::new(row)));
+    /// Queues a run row and the event of its end.
+    pub fn run_with_event(&self, row: RunRow, e: HostEvent) {
+        let _ = self.tx.send(Write::Run(Box::new(row), Box::new(e)));
     }
 
     /// Queues an event.
@@ -454,8 +476,22 @@ impl EventWriter {
     }
 }
 
+/// The shortest time between two commits of the writer (see the module
+/// docs): each commit flushes the disk (`synchronous = FULL`), which costs
+/// more than the writes of a whole interval's calls.
+pub(crate) const GROUP_COMMIT: Duration = Duration::from_millis(2);
+
 fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
+    let mut last_commit: Option<Instant> = None;
     while let Ok(first) = rx.recv() {
+        // Sleep out the interval rather than wait on the channel: a send to
+        // a receiver that is not waiting wakes no thread.
+        if let Some(wait) = last_commit
+            .map(|t| (t + GROUP_COMMIT).saturating_duration_since(Instant::now()))
+            .filter(|w| !w.is_zero() && !matches!(first, Write::Flush(_)))
+        {
+            std::thread::sleep(wait);
+        }
         let mut batch = vec![first];
         while batch.len() < BATCH {
             match rx.try_recv() {
@@ -470,13 +506,17 @@ fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             for w in &batch {
                 match w {
-                    Write::Run(r) => put_run_on(&tx, r)?,
+                    Write::Run(r, e) => {
+                        put_run_on(&tx, r)?;
+                        put_event_on(&tx, e)?;
+                    }
                     Write::Event(e) => put_event_on(&tx, e)?,
                     Write::Flush(_) => {}
                 }
             }
             tx.commit()
         })();
+        last_commit = Some(Instant::now());
         if let Err(e) = result {
             tracing::error!("cannot record {} run(s)/event(s): {e}", batch.len());
         }
@@ -566,6 +606,73 @@ mod tests {
                 params![run_id, now_ms() + 60_000],
             )
             .expect("insert");
+    }
+
+    fn finished(i: usize) -> (RunRow, HostEvent) {
+        let run_id = format!("run_{i}");
+        let row = RunRow {
+            run_id: run_id.clone(),
+            parent_run_id: None,
+            persona: Some("p".into()),
+            tool: "t.x".into(),
+            server: "skill:t".into(),
+            outcome: Outcome::Ok,
+            approval: None,
+            args: None,
+            input_refs: Vec::new(),
+            error: None,
+            created_at_ms: now_ms(),
+            expires_at_ms: None,
+            duration_ms: Some(0),
+        };
+        let event = HostEvent {
+            at_ms: now_ms(),
+            kind: "call".into(),
+            run_id: Some(run_id),
+            persona: Some("p".into()),
+            tool: Some("t.x".into()),
+            server: Some("skill:t".into()),
+            outcome: Some(Outcome::Ok),
+            duration_ms: Some(0),
+            detail: serde_json::json!({}),
+        };
+        (row, event)
+    }
+
+    fn count(store: &Store, table: &str) -> i64 {
+        store
+            .conn()
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    }
+
+    #[test]
+    fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
+        // A burst: grouped into few commits, all of it written.
+        for i in 0..300 {
+            let (row, event) = finished(i);
+            writer.run_with_event(row, event);
+        }
+        let started = Instant::now();
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(count(&store, "runs"), 300);
+        assert_eq!(count(&store, "events"), 300);
+        // After a quiet moment a write is committed without a flush and
+        // without waiting for another write.
+        std::thread::sleep(GROUP_COMMIT * 2);
+        let (row, event) = finished(300);
+        writer.run_with_event(row, event);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while count(&store, "runs") < 301 {
+            assert!(Instant::now() < deadline, "the write was not committed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(count(&store, "events"), 301);
+        writer.close();
     }
 
     #[test]

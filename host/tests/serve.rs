@@ -2,28 +2,13 @@
 //! (tests/peers/serve_client.py), in both protocol eras.
 
 mod common;
-use common::{python, repo, skillhost, stderr};
+use common::{python, regex_replace_mutates, repo, skill_folder, skillhost, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
 use skillhost::plugin_artifacts as art;
-
-/// A skill folder at `dir/name` holding `plugin`'s manifest (edited by
-/// `edit`) and its built component.
-fn skill_folder(dir: &Path, name: &str, plugin: &str, wasm: &str, edit: &dyn Fn(String) -> String) {
-    let folder = dir.join(name);
-    std::fs::create_dir_all(&folder).expect("mkdir");
-    let manifest =
-        edit(std::fs::read_to_string(Path::new(plugin).join("skill.yaml")).expect("manifest"));
-    std::fs::write(folder.join("skill.yaml"), &manifest).expect("write manifest");
-    let component = skillhost::SkillManifest::parse(&manifest)
-        .expect("valid manifest")
-        .component
-        .expect("component path");
-    std::fs::copy(wasm, folder.join(component)).expect("copy component");
-}
 
 /// A data dir with persona `support` granted text-tools (a local copy whose
 /// `text.regex_replace` mutates data, so it needs confirmation) and the
@@ -35,11 +20,7 @@ fn data_dir(work: &Path) -> PathBuf {
         "text-tools",
         art::TEXT_TOOLS_DIR,
         art::TEXT_TOOLS_WASM_PATH,
-        &|m| {
-            let at = m.find("- name: text.regex_replace").expect("regex_replace");
-            let ro = at + m[at..].find("read_only: true").expect("read_only");
-            format!("{}read_only: false{}", &m[..ro], &m[ro + 15..])
-        },
+        &regex_replace_mutates,
     );
     skill_folder(
         &skills,
@@ -179,6 +160,19 @@ fn check(report: &Value, data: &Path) {
         report["skills_after_grant"],
         json!(["hostile", "json-tools", "text-tools"]),
         "{report}"
+    );
+
+    // A grant revoked by another process holds for the very next call:
+    // refused as unknown (-32602) or denied by the call's own fresh check,
+    // never run.
+    let revoked = &report["after_revoke"];
+    let denied = revoked["result"]["isError"] == true
+        && revoked["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("may not use"));
+    assert!(
+        denied || error_code(revoked) == Some(-32602),
+        "a revoked tool was not refused: {revoked}"
     );
 
     // Cancellation reaches the WASM call: the run ends cancelled, long

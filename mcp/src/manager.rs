@@ -69,8 +69,12 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Why it last failed, if it did.
     pub last_error: Option<String>,
-    /// Restarts so far.
+    /// Restarts since the server was last started (back to 0 when it is
+    /// enabled or its config changes).
     pub restarts: u32,
+    /// Restarts since this manager first supervised the server: never goes
+    /// back (a counter for monitoring).
+    pub restarts_total: u64,
     /// The stdio child's pid (= its process group id) while it runs.
     pub pid: Option<i32>,
     /// The current session, while ready.
@@ -351,6 +355,7 @@ impl McpManager {
                     state: ServerState::Disabled,
                     last_error: None,
                     restarts: 0,
+                    restarts_total: 0,
                     pid: None,
                     session: None,
                     tools: 0,
@@ -800,6 +805,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
             s.pid = None;
             s.session = None;
             s.restarts += 1;
+            s.restarts_total += 1;
         });
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}

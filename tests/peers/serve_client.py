@@ -162,6 +162,20 @@ async def main():
         r = await raw("skills/list", {})
         report["skills_after_grant"] = sorted(s["frontmatter"]["name"] for s in r.get("skills", []))
 
+        # A grant revoked by another process holds at once, even for a call
+        # made before this session heard of the change: never run.
+        subprocess.run(
+            [skillhost, "--data-dir", data, "grants", "skill", persona, "json-tools", "off"],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            report["after_revoke"] = {
+                "result": dump(await client.call_tool("json.query", {"json": "{}", "path": ""}))
+            }
+        except Exception as e:
+            report["after_revoke"] = failure(e)
+
         # Cancelling a long call ends it long before its own limit.
         started = time.monotonic()
         with anyio.move_on_after(1.0):

@@ -282,6 +282,15 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
         }
         Err(e) => failures.push(format!("personas and grants: {e:#}")),
     }
+
+    println!("\n8. Serving MCP: the host over streamable HTTP, a persona's token, an MCP client");
+    match super::demo_serve::run(&scratch.join("data"), &scratch.join("client")).await {
+        Ok(result) => {
+            ok += 1;
+            println!("  → {result}");
+        }
+        Err(e) => failures.push(format!("serving MCP: {e:#}")),
+    }
     let _ = std::fs::remove_dir_all(&scratch);
 
     println!(

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use skillhost_mcp::{CONFIG_FILE, McpConfig, ServerConfig, TestReport, TransportKind};
 
 use crate::data_dir::DataDir;
-use crate::mcp_state::stdio_policy;
+use crate::mcp_servers::{self, ServerError};
 use crate::store::Store;
 
 /// MCP server commands.
@@ -117,55 +117,11 @@ fn config_path(data: &DataDir) -> String {
 }
 
 fn load(data: &DataDir) -> anyhow::Result<McpConfig> {
-    McpConfig::load(&data.dir).map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))
-}
-
-/// Changes the configuration under its lock (no lost update when two
-/// processes edit it at once); `change` may refuse with a message.
-fn update<T>(
-    data: &DataDir,
-    change: impl FnOnce(&mut McpConfig) -> Result<T, String>,
-) -> anyhow::Result<T> {
-    let out = McpConfig::update(&data.dir, change)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))?;
-    // A running host rebuilds its registry on the next call.
-    Store::open(&data.root)?.bump_generation()?;
-    Ok(out)
-}
-
-/// The "no such server" message.
-fn missing(config: &McpConfig, name: &str) -> String {
-    format!(
-        "no MCP server named {name:?} in {CONFIG_FILE} (configured: {})",
-        names(config)
-    )
-}
-
-fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> anyhow::Result<()> {
-    update(data, |c| {
-        let missing = missing(c, name);
-        c.server_mut(name).ok_or(missing)?.enabled = enabled;
-        Ok(())
-    })
+    Ok(mcp_servers::load(data)?)
 }
 
 fn find<'a>(config: &'a McpConfig, name: &str) -> anyhow::Result<&'a ServerConfig> {
-    config
-        .server(name)
-        .ok_or_else(|| anyhow::anyhow!(missing(config, name)))
-}
-
-fn names(config: &McpConfig) -> String {
-    if config.servers.is_empty() {
-        "none".into()
-    } else {
-        config
-            .servers
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
+    Ok(mcp_servers::find(config, name)?)
 }
 
 fn split_pair(s: &str, seps: &[char]) -> Option<(String, String)> {
@@ -265,29 +221,10 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             }
         }
         McpCommand::Tools { name, json } => {
-            let config = load(&data)?;
-            let server = find(&config, &name)?.clone();
-            let report = test(&data, &server).await?;
-            if !report.ok {
-                let why = report
-                    .steps
-                    .iter()
-                    .find_map(|s| s.error.clone())
-                    .unwrap_or_default();
-                anyhow::bail!("cannot list the tools of {name:?}: {why}");
-            }
-            let store = Store::open(&data.root)?;
-            let pins: std::collections::BTreeMap<String, String> =
-                store.mcp_pins(&name)?.into_iter().collect();
-            let tools: Vec<Value> = report
-                .tools
+            let tools: Vec<Value> = mcp_servers::tools(&data, &name)
+                .await?
                 .iter()
-                .map(|t| {
-                    let status = match pins.get(&t.tool) {
-                        Some(h) if *h == t.definition_hash => "approved",
-                        Some(_) => "changed",
-                        None => "new",
-                    };
+                .map(|(t, status)| {
                     let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
                     v["status"] = json!(status);
                     v
@@ -310,59 +247,26 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Enable { name } => {
-            let config = load(&data)?;
-            let server = find(&config, &name)?.clone();
-            let report = test(&data, &server).await?;
-            let mut store = Store::open(&data.root)?;
-            if report.ok {
-                let pins: Vec<(String, String)> = report
-                    .tools
-                    .iter()
-                    .map(|t| (t.tool.clone(), t.definition_hash.clone()))
-                    .collect();
-                store.mcp_replace_pins(&name, &pins)?;
-                println!(
+            let enabled = mcp_servers::enable(&data, &name).await?;
+            match enabled.unreachable {
+                None => println!(
                     "approved {} tool definition(s) of {name:?} (pinned)",
-                    pins.len()
-                );
-            } else {
-                let why = report
-                    .steps
-                    .iter()
-                    .find_map(|s| s.error.clone())
-                    .unwrap_or_default();
-                store.mcp_replace_pins(&name, &[])?;
-                eprintln!(
+                    enabled.pinned
+                ),
+                Some(why) => eprintln!(
                     "warning: cannot reach {name:?} now ({why}); its tools will be pinned when first discovered"
-                );
+                ),
             }
-            set_enabled(&data, &name, true)?;
-            store.record_event("server_enabled", Some(&name), None, &json!({}))?;
             println!("enabled {name:?}");
             Ok(())
         }
         McpCommand::Disable { name } => {
-            set_enabled(&data, &name, false)?;
-            Store::open(&data.root)?.record_event(
-                "server_disabled",
-                Some(&name),
-                None,
-                &json!({}),
-            )?;
+            mcp_servers::disable(&data, &name)?;
             println!("disabled {name:?}");
             Ok(())
         }
         McpCommand::Remove { name } => {
-            update(&data, |c| {
-                if c.server(&name).is_none() {
-                    return Err(missing(c, &name));
-                }
-                c.servers.retain(|s| s.name != name);
-                Ok(())
-            })?;
-            let store = Store::open(&data.root)?;
-            store.forget_mcp_server(&name)?;
-            store.record_event("server_removed", Some(&name), None, &json!({}))?;
+            mcp_servers::remove(&data, &name)?;
             println!("removed {name:?}");
             Ok(())
         }
@@ -376,10 +280,12 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             let servers = skillhost_mcp::import_desktop_config(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             let imported: Vec<Value> = servers.iter().map(masked).collect();
-            update(&data, |c| {
+            McpConfig::update(&data.dir, |c| {
                 skillhost_mcp::merge_imported(c, servers, replace)
                     .map_err(|e| format!("{}: {e}", file.display()))
-            })?;
+            })
+            .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))?;
+            Store::open(&data.root)?.bump_generation()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&imported)?);
             } else {
@@ -399,7 +305,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
         McpCommand::Logs { name, bytes, json } => {
             let config = load(&data)?;
             find(&config, &name)?;
-            let text = read_logs(&data, &name, bytes)?;
+            let text = mcp_servers::logs(&data, &name, bytes)?;
             if json {
                 println!(
                     "{}",
@@ -453,27 +359,19 @@ fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--header expects `Name: value`"))?;
         server.headers.insert(k, skillhost_mcp::Secret::new(v));
     }
-    server
-        .validate()
-        .map_err(|e| anyhow::anyhow!("server {:?}: {e}", server.name))?;
     let name = server.name.clone();
-    update(data, |c| {
-        if c.server(&server.name).is_some() {
-            return Err(format!(
-                "a server named {:?} is already configured; `skillhost mcp remove {}` first",
-                server.name, server.name
-            ));
-        }
-        c.servers.push(server);
-        Ok(())
-    })?;
+    match mcp_servers::add(data, server) {
+        Err(ServerError::Conflict(_)) => anyhow::bail!(
+            "a server named {name:?} is already configured; `skillhost mcp remove {name}` first"
+        ),
+        r => r?,
+    }
     println!("added {name:?} (disabled); next: `skillhost mcp test {name}`");
     Ok(())
 }
 
 async fn test(data: &DataDir, server: &ServerConfig) -> anyhow::Result<TestReport> {
-    let policy = stdio_policy(&data.settings()?);
-    Ok(skillhost_mcp::test_server(server, &policy, &data.root).await)
+    Ok(mcp_servers::test(data, server).await?)
 }
 
 fn print_report(r: &TestReport) {
@@ -498,28 +396,4 @@ fn print_report(r: &TestReport) {
             t.name, t.mutates_data, t.requires_confirmation, t.annotations
         );
     }
-}
-
-fn read_logs(data: &DataDir, name: &str, bytes: usize) -> anyhow::Result<String> {
-    let mut all = Vec::new();
-    for f in ["stderr.log.1", "stderr.log"] {
-        let path = format!("mcp/{name}/{f}");
-        match data.dir.read(&path) {
-            Ok(b) => all.extend_from_slice(&b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => anyhow::bail!("cannot read {path}: {e}"),
-        }
-    }
-    let start = all.len().saturating_sub(bytes);
-    let text = String::from_utf8_lossy(&all[start..]).into_owned();
-    Ok(text
-        .chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '?'
-            } else {
-                c
-            }
-        })
-        .collect())
 }

@@ -4,6 +4,7 @@ mod author;
 mod demo;
 mod demo_host;
 mod demo_mcp;
+mod demo_serve;
 mod mcp;
 mod personas;
 mod runs;
@@ -426,7 +427,7 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
         input_refs: args.refs.clone(),
         limits: request,
         confirmed: args.yes,
-        cancel: None,
+        ..Default::default()
     };
     let report = match &args.handoff {
         Some(file) => {

@@ -107,6 +107,7 @@ pub(super) async fn runs(
                 operator_only,
                 tool,
                 pending_only: pending,
+                outcome: None,
                 limit,
             })?;
             if json {

@@ -43,6 +43,11 @@ pub(super) struct ServeArgs {
     /// seconds.
     #[arg(long, default_value_t = 10, requires = "http")]
     grace_secs: u64,
+    /// Never ask the MCP client's user to confirm a call (elicitation):
+    /// calls that need confirmation then always wait for an operator
+    /// (`skillhost runs approve`).
+    #[arg(long)]
+    no_elicitation: bool,
 }
 
 pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
@@ -65,7 +70,11 @@ pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()
         None => Caller::Operator,
     };
     debug_assert!(args.stdio);
-    let front = McpFront::new(host.clone(), caller);
+    // Every enabled MCP server starts now and stays supervised; their tools
+    // join the list as they connect (clients get list_changed).
+    let connecting = host.clone();
+    tokio::spawn(async move { connecting.connect_mcp_servers().await });
+    let front = McpFront::new(host.clone(), caller).with_elicitation(!args.no_elicitation);
     let served = async {
         let running = front
             .serve(rmcp::transport::stdio_pipes())
@@ -88,7 +97,8 @@ async fn serve_http(data_dir: &Path, addr: SocketAddr, args: &ServeArgs) -> anyh
     let host = super::open_host(data_dir).await?;
     let mut builder = crate::http::HttpServerBuilder::new(host.clone(), addr)
         .allow_remote(args.allow_remote)
-        .grace_period(Duration::from_secs(args.grace_secs));
+        .grace_period(Duration::from_secs(args.grace_secs))
+        .elicitation(!args.no_elicitation);
     for h in &args.allowed_hosts {
         builder = builder.allowed_host(h.clone());
     }
@@ -99,6 +109,11 @@ async fn serve_http(data_dir: &Path, addr: SocketAddr, args: &ServeArgs) -> anyh
             return Err(e);
         }
     };
+    // Every enabled MCP server starts now and stays supervised; the API
+    // answers at once (its persona MCP grant routes with 503 until the
+    // manager has connected them all).
+    let connecting = host.clone();
+    tokio::spawn(async move { connecting.connect_mcp_servers().await });
     let local = server.local_addr();
     if !local.ip().is_loopback() {
         eprintln!(

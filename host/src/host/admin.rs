@@ -66,6 +66,22 @@ impl Host {
         Ok(reg.tool_specs(persona))
     }
 
+    /// The caller's tools as of the last state this host read, without
+    /// checking whether the state changed since (no SQLite read): `None`
+    /// before the first read or for an unknown persona. For fast paths
+    /// that only need a positive answer and fall back to [`Host::tool_specs`]
+    /// (the call itself re-checks everything on fresh state).
+    pub(crate) fn tool_specs_last_read(
+        &self,
+        persona: Option<&str>,
+    ) -> Option<Arc<[Arc<ToolSpec>]>> {
+        let reg = self.inner.last_read()?;
+        if persona.is_some_and(|p| !reg.personas.contains(p)) {
+            return None;
+        }
+        Some(reg.tool_specs(persona))
+    }
+
     /// Name collisions between tool sources, and which source the rule kept.
     ///
     /// ```no_run
@@ -433,6 +449,17 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn approve(&self, run_id: &str) -> anyhow::Result<RunReport> {
+        self.approve_with(run_id, None, None).await
+    }
+
+    /// [`Host::approve`] with the approving request's cancellation and
+    /// progress sink (the MCP front's confirmation by elicitation).
+    pub(crate) async fn approve_with(
+        &self,
+        run_id: &str,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
+    ) -> anyhow::Result<RunReport> {
         let run = self.pending(run_id)?;
         let Some(before) = self.inner.decide(run_id, "approved")? else {
             anyhow::bail!(
@@ -445,6 +472,8 @@ impl Host {
         };
         let req = CallRequest {
             input_refs: before.input_refs.clone(),
+            cancel,
+            progress,
             ..Default::default()
         };
         let args = before

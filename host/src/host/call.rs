@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{CallRequest, Caller, HostInner, RunReport, lock};
+use crate::metrics::{CallKind, CallOutcome};
 use crate::refs::RefBlobs;
 use crate::registry::{Entry, Provider, Registry};
 use crate::runs::{HostEvent, Outcome, RunRow, new_run_id, now_ms};
@@ -55,6 +56,9 @@ struct Pending {
     input_refs: Vec<String>,
     approval: Option<&'static str>,
     start: Instant,
+    /// The caller cancelled the call while it executed (counted as
+    /// `cancelled` in the metrics).
+    cancelled: bool,
 }
 
 impl HostInner {
@@ -80,6 +84,7 @@ impl HostInner {
             input_refs: req.input_refs.clone(),
             approval: approved.as_ref().map(|_| "approved"),
             start: Instant::now(),
+            cancelled: false,
         };
         let mut reg = match self.registry() {
             Ok(r) => r,
@@ -132,6 +137,7 @@ impl HostInner {
             return self.wait_for_approval(run, &args);
         }
         let executed = self.execute(&reg, &entry, &run, &args, req).await;
+        run.cancelled = req.cancel.as_ref().is_some_and(|c| c.is_cancelled());
         self.finish(run, executed)
     }
 
@@ -185,6 +191,12 @@ impl HostInner {
             );
             return self.finish(run, failure);
         }
+        self.metrics.record_call(
+            CallKind::of_server(&run.server),
+            CallOutcome::WaitingApproval,
+            None,
+            None,
+        );
         let message = format!(
             "`{}` needs confirmation: run {} is waiting_approval; approve it with `skillhost runs approve {}` \
              or deny it with `skillhost runs deny {}`",
@@ -329,7 +341,12 @@ impl HostInner {
         }
         match self
             .mcp
-            .call(&entry.spec.name, args.clone(), req.cancel.clone(), None)
+            .call(
+                &entry.spec.name,
+                args.clone(),
+                req.cancel.clone(),
+                req.progress.clone(),
+            )
             .await
         {
             Ok(result) => {
@@ -375,6 +392,12 @@ impl HostInner {
     /// Records the run and its event; returns the report.
     fn finish(&self, run: Pending, done: Executed) -> RunReport {
         let duration = run.start.elapsed();
+        self.metrics.record_call(
+            CallKind::of_server(&run.server),
+            CallOutcome::of(done.outcome, run.cancelled),
+            done.trap,
+            Some(duration),
+        );
         let duration_ms = duration.as_millis() as i64;
         let persona = run.caller.persona_id().map(str::to_string);
         let error = done.error.map(|e| self.redact(&e));
@@ -388,7 +411,7 @@ impl HostInner {
         if let Some(t) = done.trap {
             detail.insert("trap".into(), Value::String(t.as_str().into()));
         }
-        self.writer.run(RunRow {
+        let row = RunRow {
             run_id: run.run_id.clone(),
             parent_run_id: run.parent.as_ref().map(|p| p.run_id.clone()),
             persona: persona.clone(),
@@ -402,18 +425,21 @@ impl HostInner {
             created_at_ms: run.created_at_ms,
             expires_at_ms: None,
             duration_ms: Some(duration_ms),
-        });
-        self.emit(HostEvent {
-            at_ms: now_ms(),
-            kind: "call".into(),
-            run_id: Some(run.run_id.clone()),
-            persona: persona.clone(),
-            tool: Some(run.tool.clone()),
-            server: Some(run.server.clone()),
-            outcome: Some(done.outcome),
-            duration_ms: Some(duration_ms),
-            detail: Value::Object(detail),
-        });
+        };
+        self.emit_run(
+            row,
+            HostEvent {
+                at_ms: now_ms(),
+                kind: "call".into(),
+                run_id: Some(run.run_id.clone()),
+                persona: persona.clone(),
+                tool: Some(run.tool.clone()),
+                server: Some(run.server.clone()),
+                outcome: Some(done.outcome),
+                duration_ms: Some(duration_ms),
+                detail: Value::Object(detail),
+            },
+        );
         RunReport {
             run_id: run.run_id,
             persona,

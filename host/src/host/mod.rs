@@ -27,7 +27,7 @@ use crate::handoff::StructuredHandoff;
 use crate::limits::{LimitsPolicy, LimitsRequest};
 use crate::refs::RefBlobs;
 use crate::registry::{DEFAULT_SPECIALISTS, Inputs, Registry, SkillState};
-use crate::runs::{EventWriter, HostEvent, Outcome, RunFilter, RunRecord, now_ms};
+use crate::runs::{EventWriter, HostEvent, Outcome, RunFilter, RunRecord, RunRow, now_ms};
 use crate::sandbox::{Sandbox, SandboxBuilder, TrapReason};
 use crate::skill::Skill;
 use crate::store::Store;
@@ -195,6 +195,7 @@ impl HostBuilder {
             approval_ttl,
             refs,
             secrets: RwLock::new(Vec::new()),
+            metrics: crate::metrics::Metrics::new(),
         });
         let host = Host { inner };
         host.inner.expire_pending();
@@ -248,7 +249,7 @@ impl Caller {
 /// How to make one call, beyond the tool and its arguments.
 ///
 /// `CallRequest::default()`: no refs, the tool's own limits, confirmation
-/// required where the tool asks for it, not cancellable.
+/// required where the tool asks for it, not cancellable, progress dropped.
 ///
 /// ```
 /// let req = skillhost::CallRequest { confirmed: true, ..Default::default() };
@@ -264,6 +265,9 @@ pub struct CallRequest {
     pub confirmed: bool,
     /// Cancels the call: interrupts the WASM call or cancels the MCP request.
     pub cancel: Option<CancellationToken>,
+    /// Receives the progress notifications an MCP server sends while it
+    /// works on the call (skill tools report none).
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
 }
 
 /// What one call came to.
@@ -458,6 +462,8 @@ pub(crate) struct HostInner {
     /// Every configured secret value (MCP env and header values), redacted
     /// from anything recorded.
     secrets: RwLock<Vec<String>>,
+    /// This host's counters ([`Host::metrics_text`]).
+    metrics: crate::metrics::Metrics,
 }
 
 /// The host. Cheap to clone; every clone is the same host.
@@ -530,6 +536,14 @@ impl HostInner {
     /// own connection (which `data_version` does not report).
     fn changed(&self) {
         lock(&self.seen).data_version = -1;
+    }
+
+    /// The registry as last read, whether or not the state changed since.
+    fn last_read(&self) -> Option<Arc<Registry>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The current registry, rebuilt if any state changed since the last
@@ -679,6 +693,13 @@ impl HostInner {
         self.writer.event(e);
     }
 
+    /// Queues a run with the event of its end (written together), then
+    /// publishes the event.
+    fn emit_run(&self, row: RunRow, e: HostEvent) {
+        self.writer.run_with_event(row, e.clone());
+        let _ = self.events.send(e);
+    }
+
     /// The loaded skill of this name (compiled once per digest).
     fn skill(&self, reg: &Registry, name: &str) -> Result<Skill, String> {
         let info = reg
@@ -736,7 +757,12 @@ impl HostInner {
 
 mod admin;
 mod call;
+mod installs;
+mod metrics;
+mod servers;
 mod tokens;
+
+pub(crate) use installs::InstallRefusal;
 
 impl Host {
     pub(crate) fn registry(&self) -> anyhow::Result<Arc<Registry>> {

@@ -8,19 +8,25 @@
 //!   persona, or the operator for the admin token; each caller has its own
 //!   session table, so a session id is useless under another persona's
 //!   token.
-//! - `/api/…`: operator routes, admitted by [`AdminAuth`]; more are added
-//!   with [`HttpServerBuilder::api`].
+//! - `/api/…`: the operator's management API (see [`api_router`]; its
+//!   OpenAPI document at `/api/openapi.json`), admitted by [`AdminAuth`];
+//!   more routes are added with [`HttpServerBuilder::api`].
+//! - `/metrics`: the host's metrics in the Prometheus text format
+//!   ([`crate::Host::metrics_text`]), admitted by [`AdminAuth`].
 //! - `/healthz`: `{"status": "ok", "version": …}`, no authentication.
 //!
-//! `/mcp` and `/api` check `Host` and `Origin` first ([`OriginPolicy`]:
-//! 403), then the token (401 with `WWW-Authenticate: Bearer`). The server
-//! binds to loopback unless told [`HttpServerBuilder::allow_remote`].
+//! `/mcp`, `/api` and `/metrics` check `Host` and `Origin` first
+//! ([`OriginPolicy`]: 403), then the token (401 with `WWW-Authenticate:
+//! Bearer`). The server binds to loopback unless told
+//! [`HttpServerBuilder::allow_remote`].
 //!
 //! Shutdown ([`HttpServer::run`]'s future resolves): stop accepting, answer
 //! new requests on open connections with 503, let in-flight MCP requests
 //! finish within the grace period, then end every MCP session and stream.
 
+mod api;
 mod auth;
+mod metrics;
 mod origin;
 
 use std::collections::HashMap;
@@ -62,6 +68,8 @@ pub(crate) struct StateInner {
     host: Host,
     admin_digest: [u8; 32],
     origin: OriginPolicy,
+    /// Whether fronts confirm by elicitation.
+    elicitation: bool,
     /// One MCP service (and session table) per caller.
     services: Mutex<HashMap<Option<String>, McpService>>,
     /// Cancelled after the grace period: ends sessions and streams.
@@ -109,13 +117,19 @@ impl AppState {
         services
             .entry(key)
             .or_insert_with(|| {
-                let front = McpFront::new(self.inner.host.clone(), caller.clone());
+                let front = McpFront::new(self.inner.host.clone(), caller.clone())
+                    .with_elicitation(self.inner.elicitation);
                 StreamableHttpService::new(
                     move || Ok(front.clone()),
                     Arc::new(LocalSessionManager::default()),
                     // Host and Origin are checked before (origin.rs).
                     StreamableHttpServerConfig::default()
                         .disable_allowed_hosts()
+                        // 2026-07-28 (sessionless) requests answered with
+                        // one message get it as plain JSON, not an SSE
+                        // stream; one that sends progress or a request
+                        // first still streams. Legacy sessions stream.
+                        .with_json_response(true)
                         .with_cancellation_token(self.inner.mcp_ct.child_token()),
                 )
             })
@@ -155,9 +169,14 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         Ok(c) => c,
         Err(resp) => return resp,
     };
-    // A POST carries a client message (a call); GET streams and DELETE
-    // are not work to wait for at shutdown.
-    let token = (req.method() == Method::POST).then(|| st.inner.in_flight.token());
+    // A POST carries a client message (a call); GET streams, DELETE and a
+    // 2026-07-28 `subscriptions/listen` (a POST that stays open for
+    // notifications) are not work to wait for at shutdown.
+    let listen = req
+        .headers()
+        .get("mcp-method")
+        .is_some_and(|m| m.as_bytes() == b"subscriptions/listen");
+    let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
     let mut service = st.service(&caller);
     let resp = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
@@ -183,10 +202,6 @@ async fn healthz() -> Response {
     .into_response()
 }
 
-async fn whoami(_: AdminAuth) -> Response {
-    axum::Json(serde_json::json!({"caller": "operator"})).into_response()
-}
-
 /// Refuses requests once shutdown began (503) and requests with a foreign
 /// `Host` or `Origin` (403).
 async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
@@ -208,14 +223,19 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
     next.run(req).await
 }
 
-/// The operator routes every server has (`GET /api/whoami`), to which
-/// [`HttpServerBuilder::api`] adds more.
+/// The operator routes every server has (paths relative to `/api`): the
+/// management API (skills, MCP servers, personas and grants, tools, runs,
+/// events, approvals, refs) and its OpenAPI document,
+/// `GET /api/openapi.json`. [`HttpServerBuilder::api`] adds more. The
+/// persona MCP grant routes answer 503 until the host's MCP manager is
+/// ready: build the host with [`crate::HostBuilder::connect_mcp`] (`skillhost
+/// serve --http` connects the servers in the background after binding).
 ///
 /// ```
 /// let api = skillhost::api_router();
 /// ```
 pub fn api_router() -> Router<AppState> {
-    Router::new().route("/whoami", get(whoami))
+    api::router()
 }
 
 /// Builds an [`HttpServer`].
@@ -238,6 +258,7 @@ pub struct HttpServerBuilder {
     allow_remote: bool,
     allowed_hosts: Vec<String>,
     grace: Duration,
+    elicitation: bool,
     api: Router<AppState>,
 }
 
@@ -256,6 +277,7 @@ impl HttpServerBuilder {
             allow_remote: false,
             allowed_hosts: Vec::new(),
             grace: DEFAULT_GRACE,
+            elicitation: true,
             api: api_router(),
         }
     }
@@ -289,6 +311,18 @@ impl HttpServerBuilder {
     /// ```
     pub fn grace_period(mut self, grace: Duration) -> HttpServerBuilder {
         self.grace = grace;
+        self
+    }
+
+    /// Whether `/mcp` puts calls that need confirmation to the client's
+    /// user by elicitation where the client supports it (default: yes; see
+    /// [`McpFront::with_elicitation`]).
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) { let b = b.elicitation(false); }
+    /// ```
+    pub fn elicitation(mut self, yes: bool) -> HttpServerBuilder {
+        self.elicitation = yes;
         self
     }
 
@@ -338,6 +372,7 @@ impl HttpServerBuilder {
                 admin_digest: token_digest(&admin),
                 origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
                 services: Mutex::new(HashMap::new()),
+                elicitation: self.elicitation,
                 mcp_ct: CancellationToken::new(),
                 stopping: CancellationToken::new(),
                 in_flight: TaskTracker::new(),
@@ -345,6 +380,7 @@ impl HttpServerBuilder {
         };
         let guarded = Router::new()
             .route("/mcp", any(mcp))
+            .route("/metrics", get(metrics::metrics))
             .nest("/api", self.api)
             .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
         let router = Router::new()
@@ -420,7 +456,15 @@ impl HttpServer {
     ) -> anyhow::Result<()> {
         let inner = self.state.inner.clone();
         let stopping = inner.stopping.clone();
-        let serve = axum::serve(self.listener, self.router)
+        // TCP_NODELAY: an SSE answer ends with a chunk written after its
+        // first; under Nagle's algorithm that chunk would wait for the
+        // client's delayed ACK (40 ms) on every keep-alive request.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+            }
+        });
+        let serve = axum::serve(listener, self.router)
             .with_graceful_shutdown(stopping.clone().cancelled_owned());
         let mut server = tokio::spawn(async move { serve.await });
         tokio::select! {

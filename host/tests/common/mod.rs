@@ -55,3 +55,38 @@ pub fn python() -> PathBuf {
     );
     p
 }
+
+/// A skill folder at `dir/name` holding the plugin at `plugin`'s manifest
+/// (edited by `edit`) and its built component `wasm`.
+pub fn skill_folder(
+    dir: &Path,
+    name: &str,
+    plugin: &str,
+    wasm: &str,
+    edit: &dyn Fn(String) -> String,
+) {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let manifest =
+        edit(std::fs::read_to_string(Path::new(plugin).join("skill.yaml")).expect("manifest"));
+    std::fs::write(folder.join("skill.yaml"), &manifest).expect("write manifest");
+    let component = skillhost::SkillManifest::parse(&manifest)
+        .expect("valid manifest")
+        .component
+        .expect("component path");
+    std::fs::copy(wasm, folder.join(component)).expect("copy component");
+}
+
+/// text-tools' manifest with `text.regex_replace` marked as changing data,
+/// so a call needs confirmation.
+pub fn regex_replace_mutates(manifest: String) -> String {
+    let at = manifest
+        .find("- name: text.regex_replace")
+        .expect("regex_replace");
+    let ro = at + manifest[at..].find("read_only: true").expect("read_only");
+    format!(
+        "{}read_only: false{}",
+        &manifest[..ro],
+        &manifest[ro + 15..]
+    )
+}

@@ -1,0 +1,913 @@
+//! `skillhost serve` under load, against the Python SDK serving the same
+//! tool: `cargo bench -p skillhost --bench serve`
+//! (`SKILLHOST_BENCH_QUICK=1` for a short run).
+//!
+//! The call: `tools/call` of the built-in `text.word_count` with a
+//! nine-word text, as persona `bench` (granted text-tools), every answer
+//! checked (`structuredContent.words == 9`). Each call goes the whole way:
+//! token or session, authorization, schemas, a fresh sandbox instance, the
+//! run and its event recorded (written by the host's writer thread).
+//!
+//! Four servers run side by side, each measured in turn:
+//!
+//! - **skillhost stdio**: `skillhost serve --stdio --persona bench`, the
+//!   binary cargo built for this bench (`CARGO_BIN_EXE_skillhost`: the
+//!   bench profile, an optimized build), with rmcp's client over the
+//!   child's stdin/stdout, one session; concurrency N = N requests in
+//!   flight on it;
+//! - **skillhost http**: `skillhost serve --http 127.0.0.1:0`, POSTs to
+//!   `/mcp` with the persona's bearer token (`skillhost tokens add`);
+//!   concurrency N = N keep-alive HTTP/1.1 connections, one request in
+//!   flight on each;
+//! - **python stdio** and **python http**: `tests/peers/bench_server.py`, a
+//!   `word_count(text)` tool answering `{words, lines, chars}` served by the
+//!   official Python SDK's `MCPServer` (the venv of
+//!   `tests/peers/install.sh`; the Python lines are skipped, with a line
+//!   saying why, without it).
+//!
+//! Both clients speak the 2026-07-28 protocol era, which every server here
+//! negotiates: over stdio rmcp's client in its default `Auto` handshake;
+//! over HTTP a lean hyper client sending what that era asks of each POST
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, the per-request
+//! `_meta`; no session), after one `server/discover` per connection, and
+//! reading the answer as JSON or as an SSE stream, whichever comes.
+//!
+//! For each concurrency (1, 8, 64), the four ways take turns for
+//! [`Plan::rounds`] rounds of [`Plan::round`] each (after a warm-up of
+//! each), the order rotating each round, so drift in the machine's load
+//! hits all alike. A round: N tasks call back to back until the round's
+//! time is up. Latency is each call's, from sending to the checked answer
+//! (p50, p99 over all rounds); calls/s is the calls of all rounds over
+//! their wall time. The load generator runs on this machine too, on one
+//! thread (a current-thread tokio runtime), sharing the CPUs with the
+//! servers.
+//!
+//! Then a second pass, concurrency 1 only: this binary re-executed with
+//! [`ONE_CPU_ARG`], it and every server pinned to one CPU. With the CPUs
+//! free, a sequential caller's latency is mostly where the scheduler puts
+//! the client and the server: on a virtual machine whose idle CPUs halt
+//! (no guest halt-polling), each wake-up of a thread on a halted CPU costs
+//! tens of µs, twice per call when client and server sit on different CPUs,
+//! and less work on the server can make that happen more often. On one CPU
+//! the latency is the work of the call.
+//!
+//! Prints a table per pass (one row per transport, server and concurrency;
+//! `x` rows: Python over skillhost for p50 and p99, skillhost over Python
+//! for calls/s, all > 1 when skillhost is faster), then one `name value`
+//! line per target (`_one_cpu` in the second pass): stdio p50 at
+//! concurrency 1 ≤ 60 µs, HTTP ≥ 15,000 calls/s at concurrency 64, at
+//! least 10× the Python baseline's throughput (judged on the lowest ratio
+//! over transports and concurrencies).
+//!
+//! Knobs, for profiling: `SKILLHOST_BENCH_ONLY` (e.g. `http,skillhost`),
+//! `SKILLHOST_BENCH_CONCURRENCY` (e.g. `64`), `SKILLHOST_BENCH_ONE_CPU=0`
+//! (no second pass), `SKILLHOST_BENCH_BIN` (another skillhost binary, to
+//! compare builds).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The concurrencies measured.
+const CONCURRENCY: [usize; 3] = [1, 8, 64];
+/// The text counted: nine words.
+const TEXT: &str = "the quick brown fox jumps over the lazy dog";
+const WORDS: u64 = 9;
+/// The persona the calls are made as.
+const PERSONA: &str = "bench";
+/// The protocol era both clients speak.
+const ERA: &str = "2026-07-28";
+
+/// The targets (issue #6).
+const TARGET_STDIO_P50_US: f64 = 60.0;
+const TARGET_HTTP_CALLS_PER_SEC: f64 = 15_000.0;
+const TARGET_VS_PYTHON_X: f64 = 10.0;
+
+/// How long a start or a stop may take.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one call may take before the bench gives up.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much to measure.
+struct Plan {
+    rounds: usize,
+    round: Duration,
+    warmup: Duration,
+    concurrency: Vec<usize>,
+}
+
+/// `SKILLHOST_BENCH_ONLY`: a comma-separated list of the transports
+/// (`stdio`, `http`) and servers (`skillhost`, `python`) to measure, for
+/// profiling one of them; all when unset.
+struct Only(Vec<String>);
+
+impl Only {
+    fn from_env() -> Only {
+        let v = std::env::var("SKILLHOST_BENCH_ONLY").unwrap_or_default();
+        Only(
+            v.split(',')
+                .map(|w| w.trim().to_string())
+                .filter(|w| !w.is_empty())
+                .collect(),
+        )
+    }
+
+    /// Whether `what` is selected: named, or no word of its kind is.
+    fn has(&self, what: &str) -> bool {
+        let kind: &[&str] = if ["stdio", "http"].contains(&what) {
+            &["stdio", "http"]
+        } else {
+            &["skillhost", "python"]
+        };
+        self.0.iter().any(|w| w == what) || !self.0.iter().any(|w| kind.contains(&w.as_str()))
+    }
+}
+
+impl Plan {
+    fn from_env() -> Plan {
+        // `SKILLHOST_BENCH_CONCURRENCY=64,8`: only these (for profiling).
+        let concurrency = std::env::var("SKILLHOST_BENCH_CONCURRENCY")
+            .ok()
+            .map(|v| {
+                v.split(',')
+                    .filter_map(|c| c.trim().parse().ok())
+                    .collect::<Vec<usize>>()
+            })
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| CONCURRENCY.to_vec());
+        if std::env::var_os("SKILLHOST_BENCH_QUICK").is_some_and(|v| v != "0") {
+            Plan {
+                rounds: 1,
+                round: Duration::from_millis(400),
+                warmup: Duration::from_millis(100),
+                concurrency,
+            }
+        } else {
+            Plan {
+                rounds: 5,
+                round: Duration::from_millis(1_000),
+                warmup: Duration::from_millis(300),
+                concurrency,
+            }
+        }
+    }
+}
+
+/// The argument of the second pass, pinned to one CPU.
+const ONE_CPU_ARG: &str = "--skillhost-bench-serve-one-cpu";
+
+fn main() -> anyhow::Result<()> {
+    let one_cpu = std::env::args().any(|a| a == ONE_CPU_ARG);
+    if one_cpu {
+        // Before any thread exists: the runtime's thread and every server
+        // process inherit the mask.
+        pin_to_one_cpu()?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(run(one_cpu));
+    // Children are killed on drop as well; no task outlives this.
+    rt.shutdown_timeout(STOP_TIMEOUT);
+    result?;
+    // `SKILLHOST_BENCH_ONE_CPU=0`: no second pass (when profiling).
+    if !one_cpu && std::env::var_os("SKILLHOST_BENCH_ONE_CPU").is_none_or(|v| v != "0") {
+        let status = std::process::Command::new(std::env::current_exe()?)
+            .arg(ONE_CPU_ARG)
+            .status()?;
+        anyhow::ensure!(status.success(), "the one-CPU pass failed: {status}");
+    }
+    Ok(())
+}
+
+/// Restricts this thread (and so every thread and process it starts) to
+/// the last CPU it may run on; returns that CPU.
+fn pin_to_one_cpu() -> anyhow::Result<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // and sched_setaffinity read and write at most `size_of::<cpu_set_t>()`
+    // bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        anyhow::ensure!(
+            libc::sched_getaffinity(0, size, &mut set) == 0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        let cpu = (0..libc::CPU_SETSIZE as usize)
+            .rev()
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .ok_or_else(|| anyhow::anyhow!("no CPU in this process's affinity mask"))?;
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        anyhow::ensure!(
+            libc::sched_setaffinity(0, size, &one) == 0,
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        Ok(cpu)
+    }
+}
+
+async fn run(one_cpu: bool) -> anyhow::Result<()> {
+    let mut plan = Plan::from_env();
+    if one_cpu {
+        plan.concurrency = vec![1];
+    }
+    // `SKILLHOST_BENCH_BIN=PATH`: another skillhost binary (a copy of an
+    // earlier build, to compare); by default the one cargo built for this
+    // bench.
+    let exe = std::env::var_os("SKILLHOST_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_skillhost")));
+    let work = tempfile::tempdir()?;
+    let data = work.path().join("data");
+    let token = prepare(&exe, &data).await?;
+
+    let mut ways: Vec<Way> = Vec::new();
+    let mut servers: Vec<Child> = Vec::new();
+    let started = start_all(&exe, &data, &token, &mut ways, &mut servers).await;
+    let measured = match started {
+        Ok(python_skipped) => {
+            if one_cpu {
+                println!(
+                    "\nserve, second pass: the bench, its threads and every server pinned to \
+                     one CPU, concurrency 1"
+                );
+            } else {
+                println!(
+                    "serve: tools/call text.word_count, {} rounds x {:.1} s per way and \
+                     concurrency, {} CPUs free, skillhost binary {}",
+                    plan.rounds,
+                    plan.round.as_secs_f64(),
+                    std::thread::available_parallelism().map_or(0, |n| n.get()),
+                    exe.display(),
+                );
+            }
+            if let Some(why) = &python_skipped {
+                println!("python baseline skipped: {why}");
+            }
+            measure(&plan, &mut ways).await
+        }
+        Err(e) => Err(e),
+    };
+    for way in ways {
+        way.close().await;
+    }
+    for child in servers {
+        stop(child).await;
+    }
+    let rows = measured?;
+    report(
+        &rows,
+        &plan.concurrency,
+        if one_cpu { "_one_cpu" } else { "" },
+    );
+    Ok(())
+}
+
+/// Makes the data dir: persona `bench` granted text-tools, and a token
+/// for it (returned).
+async fn prepare(exe: &Path, data: &Path) -> anyhow::Result<String> {
+    for args in [
+        &["personas", "add", PERSONA][..],
+        &["grants", "skill", PERSONA, "text-tools", "on"],
+    ] {
+        skillhost_ok(exe, data, args).await?;
+    }
+    let out = skillhost_ok(exe, data, &["tokens", "add", "--persona", PERSONA]).await?;
+    let token = out.trim().to_string();
+    anyhow::ensure!(!token.is_empty(), "`skillhost tokens add` printed no token");
+    Ok(token)
+}
+
+fn skillhost(exe: &Path, data: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.arg("--data-dir")
+        .arg(data)
+        .env_remove("RUST_LOG")
+        .env_remove("SKILLHOST_DATA")
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs `skillhost ARGS…` to the end; its stdout.
+async fn skillhost_ok(exe: &Path, data: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = tokio::time::timeout(
+        START_TIMEOUT,
+        skillhost(exe, data)
+            .args(args)
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("`skillhost {}` took over {START_TIMEOUT:?}", args.join(" ")))??;
+    anyhow::ensure!(
+        out.status.success(),
+        "`skillhost {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Starts the four servers and connects to them; the Python ones are
+/// skipped (the reason returned) when the peers' venv is missing.
+async fn start_all(
+    exe: &Path,
+    data: &Path,
+    token: &str,
+    ways: &mut Vec<Way>,
+    servers: &mut Vec<Child>,
+) -> anyhow::Result<Option<String>> {
+    let only = Only::from_env();
+    let (stdio, http) = (only.has("stdio"), only.has("http"));
+    if stdio && only.has("skillhost") {
+        let mut cmd = skillhost(exe, data);
+        cmd.args(["serve", "--stdio", "--persona", PERSONA]);
+        ways.push(Way::stdio("skillhost", cmd, "text.word_count").await?);
+    }
+    if http && only.has("skillhost") {
+        let mut cmd = skillhost(exe, data);
+        cmd.args(["serve", "--http", "127.0.0.1:0"]);
+        let (child, addr) = spawn_listening(cmd, "listening on http://").await?;
+        servers.push(child);
+        ways.push(Way::http("skillhost", addr, Some(token), "text.word_count"));
+    }
+
+    if !only.has("python") {
+        return Ok(None);
+    }
+    let python = match peers_python() {
+        Ok(p) => p,
+        Err(why) => return Ok(Some(why)),
+    };
+    let script = repo_root().join("tests/peers/bench_server.py");
+    if stdio {
+        let mut cmd = Command::new(&python);
+        cmd.arg(&script)
+            .args(["--transport", "stdio"])
+            .kill_on_drop(true);
+        ways.push(Way::stdio("python", cmd, "word_count").await?);
+    }
+    if http {
+        let mut cmd = Command::new(&python);
+        cmd.arg(&script)
+            .args(["--transport", "streamable-http"])
+            .kill_on_drop(true);
+        let (child, addr) = spawn_listening(cmd, "listening on ").await?;
+        servers.push(child);
+        ways.push(Way::http("python", addr, None, "word_count"));
+    }
+    Ok(None)
+}
+
+/// Starts an HTTP server and waits for the stdout line `PREFIX HOST:PORT`.
+async fn spawn_listening(mut cmd: Command, prefix: &str) -> anyhow::Result<(Child, String)> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let Some(out) = child.stdout.take() else {
+        anyhow::bail!("the server has no stdout pipe");
+    };
+    let mut lines = BufReader::new(out).lines();
+    let found = tokio::time::timeout(START_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(addr) = line.strip_prefix(prefix) {
+                return anyhow::Ok(Some(addr.trim().to_string()));
+            }
+        }
+        Ok(None)
+    })
+    .await;
+    let addr = match found {
+        Ok(Ok(Some(addr))) => addr,
+        other => {
+            stop(child).await;
+            anyhow::bail!(
+                "the server did not print `{prefix}ADDR` within {START_TIMEOUT:?}: {other:?}"
+            );
+        }
+    };
+    // Keep reading so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, addr))
+}
+
+/// SIGTERM, then SIGKILL if it lingers.
+async fn stop(mut child: Child) {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    if tokio::time::timeout(STOP_TIMEOUT, child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
+}
+
+/// One server reached one way.
+struct Way {
+    server: &'static str,
+    transport: &'static str,
+    conn: Conn,
+}
+
+enum Conn {
+    Stdio {
+        service: Arc<RunningService<RoleClient, ()>>,
+        child: Child,
+        tool: &'static str,
+    },
+    Http {
+        target: Arc<HttpTarget>,
+        /// Open connections, reused across rounds.
+        pool: Vec<HttpConn>,
+    },
+}
+
+impl Way {
+    async fn stdio(
+        server: &'static str,
+        mut cmd: Command,
+        tool: &'static str,
+    ) -> anyhow::Result<Way> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            anyhow::bail!("{server}: the child has no stdio pipes");
+        };
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let handshake = tokio::time::timeout(
+            START_TIMEOUT,
+            ().serve_with_lifecycle((stdout, stdin), lifecycle),
+        )
+        .await;
+        let service = match handshake {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let _ = child.kill().await;
+                anyhow::bail!("{server} stdio: the handshake failed: {e}");
+            }
+            Err(_) => {
+                let _ = child.kill().await;
+                anyhow::bail!("{server} stdio: no handshake within {START_TIMEOUT:?}");
+            }
+        };
+        let version = service
+            .peer_info()
+            .map(|p| p.protocol_version.to_string())
+            .unwrap_or_default();
+        if version != ERA {
+            let _ = child.kill().await;
+            anyhow::bail!("{server} stdio: negotiated {version:?}, not {ERA}");
+        }
+        Ok(Way {
+            server,
+            transport: "stdio",
+            conn: Conn::Stdio {
+                service: Arc::new(service),
+                child,
+                tool,
+            },
+        })
+    }
+
+    fn http(server: &'static str, addr: String, token: Option<&str>, tool: &'static str) -> Way {
+        Way {
+            server,
+            transport: "http",
+            conn: Conn::Http {
+                target: Arc::new(HttpTarget {
+                    addr,
+                    authorization: token.map(|t| format!("Bearer {t}")),
+                    tool,
+                }),
+                pool: Vec::new(),
+            },
+        }
+    }
+
+    /// `tasks` tasks calling back to back for `time`: each call's latency,
+    /// and the wall time until the last call ended.
+    async fn run(
+        &mut self,
+        tasks: usize,
+        time: Duration,
+    ) -> anyhow::Result<(Vec<Duration>, Duration)> {
+        let start = Instant::now();
+        let deadline = start + time;
+        let mut handles = Vec::with_capacity(tasks);
+        match &mut self.conn {
+            Conn::Stdio { service, tool, .. } => {
+                for _ in 0..tasks {
+                    let (service, tool) = (service.clone(), *tool);
+                    handles.push(tokio::spawn(async move {
+                        let mut took = Vec::new();
+                        while Instant::now() < deadline {
+                            let t = Instant::now();
+                            call_stdio(&service, tool).await?;
+                            took.push(t.elapsed());
+                        }
+                        anyhow::Ok((took, None))
+                    }));
+                }
+            }
+            Conn::Http { target, pool } => {
+                // A server may close a connection left idle while the
+                // other ways ran.
+                pool.retain(|c| !c.sender.is_closed());
+                while pool.len() < tasks {
+                    pool.push(HttpConn::open(target).await?);
+                }
+                for mut conn in pool.drain(..tasks) {
+                    let target = target.clone();
+                    handles.push(tokio::spawn(async move {
+                        let mut took = Vec::new();
+                        while Instant::now() < deadline {
+                            let t = Instant::now();
+                            conn.call(&target).await?;
+                            took.push(t.elapsed());
+                        }
+                        anyhow::Ok((took, Some(conn)))
+                    }));
+                }
+            }
+        }
+        let mut took = Vec::new();
+        let mut failure = None;
+        for h in handles {
+            match h.await {
+                Ok(Ok((t, conn))) => {
+                    took.extend(t);
+                    if let (Some(conn), Conn::Http { pool, .. }) = (conn, &mut self.conn) {
+                        pool.push(conn);
+                    }
+                }
+                Ok(Err(e)) => failure = Some(e),
+                Err(e) => failure = Some(e.into()),
+            }
+        }
+        let wall = start.elapsed();
+        match failure {
+            Some(e) => Err(e.context(format!("{} {}", self.server, self.transport))),
+            None => Ok((took, wall)),
+        }
+    }
+
+    /// Ends the session or drops the connections; a stdio child is waited
+    /// for (killed if it lingers).
+    async fn close(self) {
+        match self.conn {
+            Conn::Stdio {
+                service, mut child, ..
+            } => {
+                match Arc::try_unwrap(service) {
+                    Ok(s) => {
+                        let _ = tokio::time::timeout(STOP_TIMEOUT, s.cancel()).await;
+                    }
+                    Err(s) => s.cancellation_token().cancel(),
+                }
+                if tokio::time::timeout(STOP_TIMEOUT, child.wait())
+                    .await
+                    .is_err()
+                {
+                    let _ = child.kill().await;
+                }
+            }
+            Conn::Http { .. } => {}
+        }
+    }
+}
+
+fn arguments() -> Map<String, Value> {
+    let mut args = Map::new();
+    args.insert("text".into(), Value::String(TEXT.into()));
+    args
+}
+
+async fn call_stdio(service: &RunningService<RoleClient, ()>, tool: &str) -> anyhow::Result<()> {
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments());
+    let result = tokio::time::timeout(CALL_TIMEOUT, service.peer().call_tool(params))
+        .await
+        .map_err(|_| anyhow::anyhow!("a call took over {CALL_TIMEOUT:?}"))??;
+    let words = result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s.get("words"))
+        .and_then(Value::as_u64);
+    anyhow::ensure!(
+        words == Some(WORDS) && result.is_error != Some(true),
+        "unexpected result: {}",
+        serde_json::to_string(&result).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// Where and how to POST.
+struct HttpTarget {
+    /// `HOST:PORT`.
+    addr: String,
+    authorization: Option<String>,
+    tool: &'static str,
+}
+
+/// One keep-alive HTTP/1.1 connection.
+struct HttpConn {
+    sender: SendRequest<Full<Bytes>>,
+    next_id: u64,
+}
+
+impl HttpConn {
+    /// Connects and sends `server/discover`, as a client of this era does
+    /// before its first call.
+    async fn open(target: &HttpTarget) -> anyhow::Result<HttpConn> {
+        let stream = tokio::net::TcpStream::connect(&target.addr).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let mut conn = HttpConn { sender, next_id: 1 };
+        let discovered = conn
+            .post(target, "server/discover", None, json!({"_meta": meta()}))
+            .await?;
+        anyhow::ensure!(
+            discovered.get("result").is_some(),
+            "server/discover at {}: {discovered}",
+            target.addr
+        );
+        Ok(conn)
+    }
+
+    async fn call(&mut self, target: &HttpTarget) -> anyhow::Result<()> {
+        let params = json!({
+            "name": target.tool,
+            "arguments": arguments(),
+            "_meta": meta(),
+        });
+        let answer = self
+            .post(target, "tools/call", Some(target.tool), params)
+            .await?;
+        let result = &answer["result"];
+        anyhow::ensure!(
+            result["structuredContent"]["words"].as_u64() == Some(WORDS)
+                && result["isError"] != true,
+            "unexpected answer: {answer}"
+        );
+        Ok(())
+    }
+
+    /// POSTs one JSON-RPC request; its answer (from a JSON body, or the
+    /// SSE event carrying it).
+    async fn post(
+        &mut self,
+        target: &HttpTarget,
+        method: &str,
+        name: Option<&str>,
+        params: Value,
+    ) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut req = hyper::Request::post("/mcp")
+            .header("host", &target.addr)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", ERA)
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            req = req.header("mcp-name", name);
+        }
+        if let Some(auth) = &target.authorization {
+            req = req.header("authorization", auth);
+        }
+        let req = req.body(Full::new(Bytes::from(serde_json::to_vec(&body)?)))?;
+        let exchange = async {
+            self.sender.ready().await?;
+            let resp = self.sender.send_request(req).await?;
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, bytes))
+        };
+        let (status, bytes) = tokio::time::timeout(CALL_TIMEOUT, exchange)
+            .await
+            .map_err(|_| anyhow::anyhow!("a request took over {CALL_TIMEOUT:?}"))??;
+        anyhow::ensure!(
+            status.is_success(),
+            "{method}: HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        );
+        answer_of(&bytes, id).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{method}: no answer to id {id} in {}",
+                String::from_utf8_lossy(&bytes)
+            )
+        })
+    }
+}
+
+/// The per-request `_meta` of the 2026-07-28 era.
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": ERA,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "skillhost-bench", "version": "1"},
+    })
+}
+
+/// The JSON-RPC answer with `id` in a body that is either one JSON
+/// message or an SSE stream of them.
+fn answer_of(body: &[u8], id: u64) -> Option<Value> {
+    let is_answer = |v: &Value| {
+        v["id"].as_u64() == Some(id) && (v.get("result").is_some() || v.get("error").is_some())
+    };
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        return is_answer(&v).then_some(v);
+    }
+    let text = std::str::from_utf8(body).ok()?;
+    text.split('\n')
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(is_answer)
+}
+
+/// What one way gave at one concurrency.
+struct Row {
+    transport: &'static str,
+    server: &'static str,
+    concurrency: usize,
+    p50_us: f64,
+    p99_us: f64,
+    calls_per_sec: f64,
+}
+
+/// Warm-up, then the rounds, for each concurrency.
+async fn measure(plan: &Plan, ways: &mut [Way]) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for &c in &plan.concurrency {
+        for way in ways.iter_mut() {
+            way.run(c, plan.warmup).await?;
+        }
+        let mut took: Vec<Vec<Duration>> = vec![Vec::new(); ways.len()];
+        let mut wall = vec![Duration::ZERO; ways.len()];
+        for round in 0..plan.rounds {
+            for k in 0..ways.len() {
+                let i = (round + k) % ways.len();
+                let (t, w) = ways[i].run(c, plan.round).await?;
+                took[i].extend(t);
+                wall[i] += w;
+            }
+        }
+        for (i, way) in ways.iter().enumerate() {
+            rows.push(Row {
+                transport: way.transport,
+                server: way.server,
+                concurrency: c,
+                p50_us: us(percentile(&took[i], 50.0)),
+                p99_us: us(percentile(&took[i], 99.0)),
+                calls_per_sec: took[i].len() as f64 / wall[i].as_secs_f64(),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn find<'a>(rows: &'a [Row], transport: &str, server: &str, c: usize) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.transport == transport && r.server == server && r.concurrency == c)
+}
+
+/// Prints the table and the target lines (names end in `suffix`).
+fn report(rows: &[Row], concurrency: &[usize], suffix: &str) {
+    println!();
+    println!(
+        "{:<9} {:<10} {:>5} {:>10} {:>10} {:>10}",
+        "transport", "server", "conc", "p50_us", "p99_us", "calls/s"
+    );
+    let mut worst_x: Option<(f64, String)> = None;
+    for transport in ["stdio", "http"] {
+        for &c in concurrency {
+            let ours = find(rows, transport, "skillhost", c);
+            let py = find(rows, transport, "python", c);
+            for r in [ours, py].into_iter().flatten() {
+                println!(
+                    "{:<9} {:<10} {:>5} {:>10.1} {:>10.1} {:>10.0}",
+                    r.transport, r.server, r.concurrency, r.p50_us, r.p99_us, r.calls_per_sec
+                );
+            }
+            if let (Some(o), Some(p)) = (ours, py) {
+                let x = o.calls_per_sec / p.calls_per_sec;
+                println!(
+                    "{:<9} {:<10} {:>5} {:>9.1}x {:>9.1}x {:>9.1}x",
+                    transport,
+                    "x",
+                    c,
+                    p.p50_us / o.p50_us,
+                    p.p99_us / o.p99_us,
+                    x
+                );
+                if worst_x.as_ref().is_none_or(|(w, _)| x < *w) {
+                    worst_x = Some((x, format!("{transport} at concurrency {c}")));
+                }
+            }
+        }
+    }
+    println!();
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    if let Some(r) = find(rows, "stdio", "skillhost", 1) {
+        println!(
+            "target_stdio_p50_us_concurrency_1{suffix} {TARGET_STDIO_P50_US:.0} {} ({:.1})",
+            met(r.p50_us <= TARGET_STDIO_P50_US),
+            r.p50_us
+        );
+    }
+    if let Some(r) = find(rows, "http", "skillhost", 64) {
+        println!(
+            "target_http_calls_per_sec_concurrency_64{suffix} {TARGET_HTTP_CALLS_PER_SEC:.0} {} \
+             ({:.0})",
+            met(r.calls_per_sec >= TARGET_HTTP_CALLS_PER_SEC),
+            r.calls_per_sec
+        );
+    }
+    match worst_x {
+        Some((x, at)) => println!(
+            "target_vs_python_calls_per_sec_x{suffix} {TARGET_VS_PYTHON_X:.0} {} (lowest {x:.1}x, \
+             {at})",
+            met(x >= TARGET_VS_PYTHON_X)
+        ),
+        None => println!(
+            "target_vs_python_calls_per_sec_x{suffix} {TARGET_VS_PYTHON_X:.0} not judged (no \
+             Python baseline)"
+        ),
+    }
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The `p`th percentile (nearest rank) of `samples`; zero when empty.
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The Python of `tests/peers/install.sh`, if it can import the MCP SDK.
+fn peers_python() -> Result<PathBuf, String> {
+    let python = repo_root().join("target/peers/venv/bin/python");
+    if !python.exists() {
+        return Err("target/peers/venv/bin/python is missing; run tests/peers/install.sh".into());
+    }
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mcp.server.mcpserver, uvicorn"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Ok(python)
+    } else {
+        Err(
+            "target/peers/venv/bin/python cannot import the MCP SDK; run tests/peers/install.sh"
+                .into(),
+        )
+    }
+}

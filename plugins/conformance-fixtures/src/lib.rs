@@ -1,0 +1,120 @@
+//! Fixture tools for the server scenarios of the MCP conformance suite
+//! (`host/tests/serve_conformance.rs`): the names, schemas and behaviours
+//! the suite's scenarios expect of a server, as far as a skill can express
+//! them. For tests only.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use skillhost_guest::{ToolError, skill};
+
+/// No arguments at all.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+#[derive(Serialize)]
+struct Text {
+    text: &'static str,
+}
+
+/// `tools-call-simple-text`: a fixed text.
+fn simple_text(_: NoArgs) -> Result<Text, ToolError> {
+    Ok(Text {
+        text: "This is a simple text response for testing.",
+    })
+}
+
+/// `tools-call-error`: always a tool error (an `isError` result, not a
+/// protocol error).
+fn error_handling(_: NoArgs) -> Result<Text, ToolError> {
+    Err(ToolError::Failed(
+        "This tool intentionally returns an error for testing".into(),
+    ))
+}
+
+#[derive(Serialize)]
+struct Accepted {
+    accepted: bool,
+}
+
+/// `json-schema-2020-12`: only listed by the scenario; a call answers that
+/// the (host-validated) arguments were accepted.
+fn json_schema_2020_12(_: serde_json::Value) -> Result<Accepted, ToolError> {
+    Ok(Accepted { accepted: true })
+}
+
+/// `server-stateless` (no log notification for a request that did not ask
+/// for logs): three info messages to the host's log, 50 ms apart.
+fn logging_tool(_: NoArgs) -> Result<Text, ToolError> {
+    skillhost_guest::log::info!("Tool execution started");
+    std::thread::sleep(Duration::from_millis(50));
+    skillhost_guest::log::info!("Tool processing data");
+    std::thread::sleep(Duration::from_millis(50));
+    skillhost_guest::log::info!("Tool execution completed");
+    Ok(Text {
+        text: "Tool with logging executed successfully",
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageArgs {
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Echo {
+    message: String,
+}
+
+/// `tools-call-elicitation`: mutating, so the host asks for confirmation
+/// before this runs; once approved it echoes the message.
+fn elicitation(args: MessageArgs) -> Result<Echo, ToolError> {
+    Ok(Echo {
+        message: args.message,
+    })
+}
+
+/// `server-stateless` (a call that needs the client's input answers with an
+/// `input_required` result, never a request on the response stream):
+/// mutating, so the host asks for confirmation before this runs.
+fn streaming_elicitation(_: NoArgs) -> Result<Accepted, ToolError> {
+    Ok(Accepted { accepted: true })
+}
+
+/// `input-required-result-*` (the confirmation's `input_required` result,
+/// its `requestState`, a fresh request when the answer is missing):
+/// mutating, so the host asks for confirmation before this runs.
+fn input_required(_: NoArgs) -> Result<Accepted, ToolError> {
+    Ok(Accepted { accepted: true })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValueArgs {
+    value: String,
+}
+
+#[derive(Serialize)]
+struct ValueEcho {
+    value: String,
+}
+
+/// `http-custom-header-server-validation`: echoes `value`, which the client
+/// also sends as the `Mcp-Param-Value` header.
+fn custom_header(args: ValueArgs) -> Result<ValueEcho, ToolError> {
+    Ok(ValueEcho { value: args.value })
+}
+
+skill! {
+    "test_simple_text" => simple_text,
+    "test_error_handling" => error_handling,
+    "json_schema_2020_12_tool" => json_schema_2020_12,
+    "test_logging_tool" => logging_tool,
+    "test_elicitation" => elicitation,
+    "test_streaming_elicitation" => streaming_elicitation,
+    "test_input_required_result_elicitation" => input_required,
+    "test_input_required_result_tampered_state" => input_required,
+    "test_custom_header" => custom_header,
+}
