@@ -312,12 +312,35 @@ pub fn all_processes() -> Vec<ProcStat> {
 /// `Z`) and dead entries (`X`) are left out, since a zombie whose parent
 /// does not reap it (an orphan under a PID 1 that never waits) runs
 /// nothing. See [`group_members_including_zombies`].
+///
+/// A multi-threaded process whose main thread has exited shows state `Z`
+/// while its other threads still run and still hold its descriptors (a
+/// pipe written to it then takes the bytes): it counts as live until its
+/// last thread is gone.
 pub fn group_members(pgid: i32) -> Vec<i32> {
     all_processes()
         .into_iter()
-        .filter(|p| p.pgrp == pgid && p.state != 'Z' && p.state != 'X')
+        .filter(|p| p.pgrp == pgid && (!is_dead(p.state) || has_live_threads(p.pid)))
         .map(|p| p.pid)
         .collect()
+}
+
+fn is_dead(state: char) -> bool {
+    state == 'Z' || state == 'X'
+}
+
+/// Whether some thread of process `pid` other than a dead main thread is
+/// still running (from `/proc/PID/task/*/stat`).
+fn has_live_threads(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            .and_then(|text| parse_proc_stat(&text))
+            .is_some_and(|t| !is_dead(t.state))
+    })
 }
 
 /// The pids of every process in process group `pgid`, zombies included.
