@@ -212,10 +212,7 @@ pub fn main() -> ExitCode {
     quiet_on_closed_stdout();
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -228,6 +225,21 @@ pub fn main() -> ExitCode {
             eprintln!("error: {}", one_line(&format!("{e:#}")));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The async runtime a command runs on. `serve --stdio` has one client
+/// whose requests arrive one line at a time on one pipe: a single-threaded
+/// runtime serves it with no hand-offs between threads (each hand-off wakes
+/// a parked worker, which on a 2-CPU machine cost a third of a call's
+/// latency; see `benches/serve.rs`). Guest code yields every epoch tick and
+/// the run writer has its own thread, so one call never stalls the session.
+/// Every other command (HTTP serving many clients among them) runs on a
+/// multi-threaded runtime.
+fn runtime_for(command: &Command) -> tokio::runtime::Builder {
+    match command {
+        Command::Serve(args) if args.is_stdio() => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
     }
 }
 

@@ -50,6 +50,13 @@ pub(super) struct ServeArgs {
     no_elicitation: bool,
 }
 
+impl ServeArgs {
+    /// Whether this serves MCP over stdin/stdout.
+    pub(super) fn is_stdio(&self) -> bool {
+        self.stdio
+    }
+}
+
 pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(addr) = args.http {
         return serve_http(data_dir, addr, &args).await;
