@@ -58,8 +58,12 @@ impl ServeArgs {
 }
 
 pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()> {
+    // Before anything can reach a client: a SIGTERM that came before the
+    // handlers were registered would end the process at once, without the
+    // stop sequence.
+    let terminated = terminate()?;
     if let Some(addr) = args.http {
-        return serve_http(data_dir, addr, &args).await;
+        return serve_http(data_dir, addr, &args, terminated).await;
     }
     let host = super::open_host(data_dir).await?;
     let caller = match &args.persona {
@@ -82,25 +86,31 @@ pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()
     let connecting = host.clone();
     tokio::spawn(async move { connecting.connect_mcp_servers().await });
     let front = McpFront::new(host.clone(), caller).with_elicitation(!args.no_elicitation);
-    let served = async {
+    let session = async {
         let running = front
             .serve(rmcp::transport::stdio_pipes())
             .await
             .map_err(|e| anyhow::anyhow!("the MCP client's handshake failed: {e}"))?;
-        tokio::select! {
-            r = running.waiting() => {
-                r.map_err(|e| anyhow::anyhow!("the MCP session ended with an error: {e}"))?;
-            }
-            _ = terminate() => {}
-        }
+        running
+            .waiting()
+            .await
+            .map_err(|e| anyhow::anyhow!("the MCP session ended with an error: {e}"))?;
         anyhow::Ok(())
-    }
-    .await;
+    };
+    let served = tokio::select! {
+        r = session => r,
+        () = terminated => Ok(()),
+    };
     host.shutdown().await;
     served
 }
 
-async fn serve_http(data_dir: &Path, addr: SocketAddr, args: &ServeArgs) -> anyhow::Result<()> {
+async fn serve_http(
+    data_dir: &Path,
+    addr: SocketAddr,
+    args: &ServeArgs,
+    terminated: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let host = super::open_host(data_dir).await?;
     let mut builder = crate::http::HttpServerBuilder::new(host.clone(), addr)
         .allow_remote(args.allow_remote)
@@ -157,24 +167,23 @@ async fn serve_http(data_dir: &Path, addr: SocketAddr, args: &ServeArgs) -> anyh
     )?;
     out.flush()?;
     drop(out);
-    let served = server.run(terminate()).await;
+    let served = server.run(terminated).await;
     host.shutdown().await;
     served
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn terminate() {
+/// Registers the SIGTERM and SIGINT handlers now, and returns what
+/// resolves on the first of them.
+fn terminate() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| anyhow::anyhow!("cannot handle SIGTERM: {e}"))?;
+    let mut int = signal(SignalKind::interrupt())
+        .map_err(|e| anyhow::anyhow!("cannot handle SIGINT: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        _ => std::future::pending().await,
-    }
+    })
 }
