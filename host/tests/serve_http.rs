@@ -3,57 +3,22 @@
 //! (tests/peers/http_client.py), and graceful shutdown on SIGTERM.
 
 mod common;
-use common::{python, regex_replace_mutates, repo, skill_folder, skillhost, stderr, stdout};
+use common::{
+    HttpServer, python, regex_replace_mutates, repo, skill_folder, skillhost, start_http, stderr,
+    stdout,
+};
 use skillhost::plugin_artifacts as art;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// The server, killed (by its own pid) if a test fails before SIGTERM.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data: &Path) -> Server {
-    let mut child = common::command(
-        data,
-        &["serve", "--http", "127.0.0.1:0", "--grace-secs", "5"],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("start skillhost serve --http");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("listening on http://") {
-                let _ = tx.send(addr.to_string());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the server prints its address within 60 s");
-    let port = addr
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    Server { child, port }
+fn start(data: &Path) -> HttpServer {
+    start_http(data, 5)
 }
 
 /// One HTTP/1.1 request; returns the status and the whole response text.
@@ -108,7 +73,7 @@ fn client(port: u16, token: &str, mode: &str) -> Value {
 
 /// Sends SIGTERM to the server and waits for it to exit (failing after
 /// `limit_s` seconds); its exit status and how long it took.
-fn sigterm(server: &mut Server, limit_s: u64) -> (std::process::ExitStatus, Duration) {
+fn sigterm(server: &mut HttpServer, limit_s: u64) -> (std::process::ExitStatus, Duration) {
     let pid = i32::try_from(server.child.id()).expect("pid");
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);

@@ -7,58 +7,20 @@
 //! `crash-mid-call` mode, which the supervisor then restarts).
 
 mod common;
-use common::{python, repo, skillhost, stderr, stdout};
+use common::{HttpServer, python, repo, skillhost, start_http, stderr, stdout};
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use skillhost::plugin_artifacts as art;
 
-/// The server, killed (by its own pid) when the test ends.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(data: &Path) -> Server {
-    let mut child = common::command(
-        data,
-        &["serve", "--http", "127.0.0.1:0", "--grace-secs", "2"],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("start skillhost serve --http");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("listening on http://") {
-                let _ = tx.send(addr.to_string());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the server prints its address within 60 s");
-    let port = addr
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    Server { child, port }
+fn start(data: &Path) -> HttpServer {
+    start_http(data, 2)
 }
 
 /// A response: status, headers (lower-case names), body.

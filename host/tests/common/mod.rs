@@ -3,8 +3,10 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 /// `skillhost --data-dir DATA ARGS…` with no log or data-dir settings
 /// inherited from the environment, ready to run or spawn.
@@ -89,4 +91,52 @@ pub fn regex_replace_mutates(manifest: String) -> String {
         &manifest[..ro],
         &manifest[ro + 15..]
     )
+}
+
+/// A `skillhost serve --http 127.0.0.1:0` child, killed (by its own pid)
+/// when dropped, e.g. when a test fails before it stops the server.
+pub struct HttpServer {
+    /// The child process.
+    pub child: Child,
+    /// The port it listens on.
+    pub port: u16,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `skillhost serve --http 127.0.0.1:0 --grace-secs GRACE` on
+/// `data` and waits (at most 60 s) for the address it prints.
+pub fn start_http(data: &Path, grace_secs: u64) -> HttpServer {
+    let grace = grace_secs.to_string();
+    let mut child = command(
+        data,
+        &["serve", "--http", "127.0.0.1:0", "--grace-secs", &grace],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start skillhost serve --http");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("listening on http://") {
+                let _ = tx.send(addr.to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server prints its address within 60 s");
+    let port = addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    HttpServer { child, port }
 }
