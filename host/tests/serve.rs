@@ -2,10 +2,9 @@
 //! (tests/peers/serve_client.py), in both protocol eras.
 
 mod common;
-use common::{python, regex_replace_mutates, repo, skill_folder, skillhost, stderr};
+use common::{regex_replace_mutates, run_python_client, skill_folder, skillhost, stderr};
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::{Value, json};
 use skillhost::plugin_artifacts as art;
@@ -50,23 +49,7 @@ fn data_dir(work: &Path) -> PathBuf {
 }
 
 fn run_client(data: &Path, mode: &str) -> Value {
-    let o = Command::new(python())
-        .arg(repo().join("tests/peers/serve_client.py"))
-        .arg(env!("CARGO_BIN_EXE_skillhost"))
-        .arg(data)
-        .arg("support")
-        .arg(mode)
-        .output()
-        .expect("run the Python client");
-    assert!(
-        o.status.success(),
-        "client failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = String::from_utf8_lossy(&o.stdout);
-    serde_json::from_str(out.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+    run_python_client("serve_client.py", data, "support", mode)
 }
 
 fn check(report: &Value, data: &Path) {

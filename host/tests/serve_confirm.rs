@@ -4,7 +4,9 @@
 //! SDK server (tests/peers/py_server.py) as the downstream MCP server.
 
 mod common;
-use common::{python, regex_replace_mutates, repo, skill_folder, skillhost, stderr, stdout};
+use common::{
+    python, regex_replace_mutates, repo, run_python_client, skill_folder, skillhost, stderr, stdout,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,23 +59,7 @@ fn data_dir(work: &Path) -> PathBuf {
 }
 
 fn run_client(data: &Path, mode: &str) -> Value {
-    let o = Command::new(python())
-        .arg(repo().join("tests/peers/confirm_client.py"))
-        .arg(env!("CARGO_BIN_EXE_skillhost"))
-        .arg(data)
-        .arg("support")
-        .arg(mode)
-        .output()
-        .expect("run the Python client");
-    assert!(
-        o.status.success(),
-        "client failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = String::from_utf8_lossy(&o.stdout);
-    serde_json::from_str(out.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+    run_python_client("confirm_client.py", data, "support", mode)
 }
 
 fn runs(data: &Path) -> Vec<Value> {

@@ -140,3 +140,31 @@ pub fn start_http(data: &Path, grace_secs: u64) -> HttpServer {
         .expect("port");
     HttpServer { child, port }
 }
+
+/// Runs `tests/peers/SCRIPT` (a Python MCP SDK client) with the skillhost
+/// binary, `data` and `persona` and `mode` as its arguments; asserts it
+/// succeeded and returns the JSON of its last stdout line.
+pub fn run_python_client(
+    script: &str,
+    data: &Path,
+    persona: &str,
+    mode: &str,
+) -> serde_json::Value {
+    let o = Command::new(python())
+        .arg(repo().join("tests/peers").join(script))
+        .arg(env!("CARGO_BIN_EXE_skillhost"))
+        .arg(data)
+        .arg(persona)
+        .arg(mode)
+        .output()
+        .expect("run the Python client");
+    assert!(
+        o.status.success(),
+        "client failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(out.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+}
