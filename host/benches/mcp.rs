@@ -36,6 +36,8 @@
 //! are ratios host/bare, `_by_epoch` lines list each epoch's host-minus-bare
 //! p50.
 
+mod pinning;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -87,7 +89,7 @@ fn main() -> anyhow::Result<()> {
     if one_cpu {
         // Before any thread exists: the runtime's threads and every server
         // process inherit the mask.
-        pin_to_one_cpu()?;
+        pinning::pin_to_one_cpu()?;
     }
     // Like the host's CLI: a multi-threaded runtime, here with 2 workers.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -102,35 +104,6 @@ fn main() -> anyhow::Result<()> {
             .arg(ONE_CPU_ARG)
             .status()?;
         anyhow::ensure!(status.success(), "the one-CPU run failed: {status}");
-    }
-    Ok(())
-}
-
-/// Restricts this thread (and so every thread and process it starts) to
-/// the last CPU it may run on.
-fn pin_to_one_cpu() -> anyhow::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-    // and sched_setaffinity read and write at most `size_of::<cpu_set_t>()`
-    // bytes of it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        anyhow::ensure!(
-            libc::sched_getaffinity(0, size, &mut set) == 0,
-            "sched_getaffinity: {}",
-            std::io::Error::last_os_error()
-        );
-        let cpu = (0..libc::CPU_SETSIZE as usize)
-            .rev()
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .ok_or_else(|| anyhow::anyhow!("no CPU in this process's affinity mask"))?;
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        anyhow::ensure!(
-            libc::sched_setaffinity(0, size, &one) == 0,
-            "sched_setaffinity: {}",
-            std::io::Error::last_os_error()
-        );
     }
     Ok(())
 }
