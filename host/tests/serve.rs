@@ -2,39 +2,17 @@
 //! (tests/peers/serve_client.py), in both protocol eras.
 
 mod common;
-use common::{regex_replace_mutates, run_python_client, skill_folder, skillhost, stderr};
+use common::{local_skills_data, run_python_client, skillhost, stderr};
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
 
 /// A data dir with persona `support` granted text-tools (a local copy whose
 /// `text.regex_replace` mutates data, so it needs confirmation) and the
 /// hostile skill (for a call that only ends when cancelled).
 fn data_dir(work: &Path) -> PathBuf {
-    let skills = work.join("skills");
-    skill_folder(
-        &skills,
-        "text-tools",
-        art::TEXT_TOOLS_DIR,
-        art::TEXT_TOOLS_WASM_PATH,
-        &regex_replace_mutates,
-    );
-    skill_folder(
-        &skills,
-        "hostile",
-        art::HOSTILE_DIR,
-        art::HOSTILE_WASM_PATH,
-        &|m| m,
-    );
-    let data = work.join("data");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::write(
-        data.join("settings.json"),
-        json!({"skill_dirs": [skills.join("text-tools"), skills.join("hostile")]}).to_string(),
-    )
-    .expect("settings");
+    let data = local_skills_data(work, true);
     for args in [
         &["skills", "trust", "text-tools"][..],
         &["skills", "trust", "hostile"],

@@ -4,34 +4,17 @@
 //! SDK server (tests/peers/py_server.py) as the downstream MCP server.
 
 mod common;
-use common::{
-    python, regex_replace_mutates, repo, run_python_client, skill_folder, skillhost, stderr, stdout,
-};
+use common::{local_skills_data, python, repo, run_python_client, skillhost, stderr, stdout};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
 
 /// Persona `support` with text-tools (`text.regex_replace` needing
 /// confirmation) and the MCP server `py` granted.
 fn data_dir(work: &Path) -> PathBuf {
-    let skills = work.join("skills");
-    skill_folder(
-        &skills,
-        "text-tools",
-        art::TEXT_TOOLS_DIR,
-        art::TEXT_TOOLS_WASM_PATH,
-        &regex_replace_mutates,
-    );
-    let data = work.join("data");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::write(
-        data.join("settings.json"),
-        json!({"skill_dirs": [skills.join("text-tools")]}).to_string(),
-    )
-    .expect("settings");
+    let data = local_skills_data(work, false);
     let config = work.join("mcp.json");
     let py_server = repo().join("tests/peers/py_server.py");
     std::fs::write(

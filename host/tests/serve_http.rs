@@ -3,11 +3,7 @@
 //! (tests/peers/http_client.py), and graceful shutdown on SIGTERM.
 
 mod common;
-use common::{
-    HttpServer, python, regex_replace_mutates, repo, skill_folder, skillhost, start_http, stderr,
-    stdout,
-};
-use skillhost::plugin_artifacts as art;
+use common::{HttpServer, local_skills_data, python, repo, skillhost, start_http, stderr, stdout};
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -300,28 +296,7 @@ fn sigterm_stops_every_mcp_child() {
 /// confirmation), hostile (`hostile.sleep`) and the Python SDK server `py`
 /// granted; a token for it (returned).
 fn session_data(work: &Path) -> (std::path::PathBuf, String) {
-    let skills = work.join("skills");
-    skill_folder(
-        &skills,
-        "text-tools",
-        art::TEXT_TOOLS_DIR,
-        art::TEXT_TOOLS_WASM_PATH,
-        &regex_replace_mutates,
-    );
-    skill_folder(
-        &skills,
-        "hostile",
-        art::HOSTILE_DIR,
-        art::HOSTILE_WASM_PATH,
-        &|m| m,
-    );
-    let data = work.join("data");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::write(
-        data.join("settings.json"),
-        json!({"skill_dirs": [skills.join("text-tools"), skills.join("hostile")]}).to_string(),
-    )
-    .expect("settings");
+    let data = local_skills_data(work, true);
     let config = work.join("mcp.json");
     std::fs::write(
         &config,

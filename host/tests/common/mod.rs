@@ -168,3 +168,38 @@ pub fn run_python_client(
     serde_json::from_str(out.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
 }
+
+/// A data dir `WORK/data` whose settings list local skill folders under
+/// `WORK/skills`: text-tools (with `text.regex_replace` marked as mutating,
+/// so it needs confirmation) and, with `hostile`, the hostile skill.
+/// Nothing is trusted or granted yet.
+pub fn local_skills_data(work: &Path, hostile: bool) -> PathBuf {
+    use skillhost::plugin_artifacts as art;
+    let skills = work.join("skills");
+    skill_folder(
+        &skills,
+        "text-tools",
+        art::TEXT_TOOLS_DIR,
+        art::TEXT_TOOLS_WASM_PATH,
+        &regex_replace_mutates,
+    );
+    let mut dirs = vec![skills.join("text-tools")];
+    if hostile {
+        skill_folder(
+            &skills,
+            "hostile",
+            art::HOSTILE_DIR,
+            art::HOSTILE_WASM_PATH,
+            &|m| m,
+        );
+        dirs.push(skills.join("hostile"));
+    }
+    let data = work.join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(
+        data.join("settings.json"),
+        serde_json::json!({ "skill_dirs": dirs }).to_string(),
+    )
+    .expect("settings");
+    data
+}
