@@ -21,88 +21,69 @@
 
 #![deny(missing_docs)]
 
-mod builtin;
+mod authority;
 mod bundle;
-mod catalog;
-mod data_dir;
 mod escape;
-mod grants;
-mod guest_build;
-mod handoff;
-mod host;
-mod http;
-mod installs;
+mod front;
 mod limits;
-mod manifest;
-mod mcp_confirm;
-mod mcp_front;
-mod mcp_servers;
-mod mcp_skills;
-mod mcp_state;
-mod metrics;
-mod personas;
-mod refs;
 mod registry;
-mod runs;
 mod sandbox;
-mod schema;
 mod skill;
-mod store;
-mod tokens;
-mod trust;
-mod why;
+mod state;
+mod upstream;
 
 #[doc(hidden)]
 pub mod cli;
 
-pub use builtin::{BuiltinSkill, builtin_skills, plugin_artifacts};
+pub use authority::handoff::{
+    HandoffError, LOCAL_PATH_REMOVED, MAX_HANDOFF_DEPTH, StructuredHandoff, strip_local_paths,
+};
+pub use authority::metrics::METRICS_CONTENT_TYPE;
+pub use authority::why::{WhyReport, WhyStep};
+pub use authority::{
+    CallRequest, Caller, DEFAULT_APPROVAL_TTL, Host, HostBuilder, PersonaGrants, RunReport,
+    SkillGrantView, SkillStatus,
+};
+pub use bundle::install::{InstallError, InstallOptions, InstallOutcome, install_bundle};
+pub use bundle::trust::{KeyError, PublicKey, SecretKey};
 pub use bundle::{
     BundleError, FileEntry, MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES, OpenedBundle,
     PackError, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Signer, Statement, open_bundle,
     pack_dir,
 };
-pub use catalog::{SkillEntry, SkillSource};
-pub use data_dir::{SETTINGS_FILE, Settings};
-pub use grants::{
-    GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get,
-    persona_grants_put, toggle_grant,
-};
-pub use guest_build::{BuildError, build_skill};
-pub use handoff::{
-    HandoffError, LOCAL_PATH_REMOVED, MAX_HANDOFF_DEPTH, StructuredHandoff, strip_local_paths,
-};
-pub use host::{
-    CallRequest, Caller, DEFAULT_APPROVAL_TTL, Host, HostBuilder, PersonaGrants, RefInfo,
-    RunReport, SkillGrantView, SkillStatus,
-};
-pub use http::{
+pub use front::http::{
     AdminAuth, AppState, DEFAULT_GRACE, HttpServer, HttpServerBuilder, OriginPolicy, api_router,
 };
-pub use installs::{InstallError, InstallOptions, InstallOutcome, install_bundle};
+pub use front::mcp::{LIST_CHANGED_POLL, McpFront};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, LimitError, Limits, LimitsPolicy, LimitsRequest,
 };
-pub use manifest::{
-    AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
-    SkillManifest, ToolDecl, valid_tool_name,
+pub use registry::catalog::{SkillEntry, SkillSource};
+pub use registry::grants::{
+    GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get,
+    persona_grants_put, toggle_grant,
 };
-pub use mcp_front::{LIST_CHANGED_POLL, McpFront};
-pub use mcp_state::{SqlitePins, mcp_manager_options};
-pub use metrics::METRICS_CONTENT_TYPE;
-pub use personas::{Persona, valid_persona_id};
 pub use registry::{
     Conflict, DEFAULT_SPECIALIST, DEFAULT_SPECIALISTS, SkillState, ToolSpec, check_specialist,
 };
-pub use runs::{HostEvent, Outcome, RunFilter, RunRecord};
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
     LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, RefReader, Sandbox, SandboxBuilder, SkillComponent,
     ToolError, TrapReason,
 };
-pub use schema::{Schema, default_args_schema};
+pub use skill::builtin::{BuiltinSkill, builtin_skills, plugin_artifacts};
+pub use skill::guest_build::{BuildError, build_skill};
+pub use skill::manifest::{
+    AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
+    SkillManifest, ToolDecl, valid_tool_name,
+};
+pub use skill::schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
-pub use store::{DB_FILE, InstalledRecord, TrustedKey};
-pub use tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, TokenInfo, new_token, token_digest};
-pub use trust::{KeyError, PublicKey, SecretKey};
-pub use why::{WhyReport, WhyStep};
+pub use state::data_dir::{SETTINGS_FILE, Settings};
+pub use state::personas::{Persona, valid_persona_id};
+pub use state::refs::RefInfo;
+pub use state::runs::{HostEvent, Outcome, RunFilter, RunRecord};
+pub use state::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, TokenInfo, new_token, token_digest};
+pub use state::{DB_FILE, InstalledRecord, TrustedKey};
+pub use upstream::pins::{SqlitePins, mcp_manager_options};

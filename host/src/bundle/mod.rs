@@ -6,8 +6,10 @@
 //! signed, `.skillhost/signature`.
 
 mod archive;
+pub(crate) mod install;
 mod pack;
 mod statement;
+pub(crate) mod trust;
 
 use std::collections::BTreeMap;
 
@@ -18,7 +20,7 @@ pub(crate) use pack::is_packed;
 pub use pack::{PackError, pack_dir};
 pub use statement::{FileEntry, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Statement};
 
-use crate::trust::PublicKey;
+use crate::bundle::trust::PublicKey;
 
 /// Largest archive accepted: 25 MiB.
 pub const MAX_ARCHIVE_BYTES: u64 = 25 << 20;

@@ -11,8 +11,8 @@ use zip::{CompressionMethod, DateTime, ZipWriter};
 
 use super::statement::{FileEntry, SIGNATURE_PATH, STATEMENT_PATH, Statement};
 use super::{MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES};
-use crate::manifest::SkillManifest;
-use crate::trust::SecretKey;
+use crate::bundle::trust::SecretKey;
+use crate::skill::manifest::SkillManifest;
 
 /// Folders never packed: build output and version control.
 const EXCLUDED_DIRS: &[&str] = &[

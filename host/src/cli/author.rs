@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::limits::LimitsRequest;
-use crate::manifest::SkillManifest;
 use crate::sandbox::Sandbox;
 use crate::skill::Skill;
+use crate::skill::manifest::SkillManifest;
 
 /// Where the guest SDK's source is, when this binary was built from a checkout.
 fn sdk_dependency() -> String {

@@ -7,9 +7,9 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use skillhost_mcp::{CONFIG_FILE, McpConfig, ServerConfig, TestReport, TransportKind};
 
-use crate::data_dir::DataDir;
-use crate::mcp_servers::{self, ServerError};
-use crate::store::Store;
+use crate::state::Store;
+use crate::state::data_dir::DataDir;
+use crate::upstream::{self, ServerError};
 
 /// MCP server commands.
 #[derive(Debug, Subcommand)]
@@ -117,11 +117,11 @@ fn config_path(data: &DataDir) -> String {
 }
 
 fn load(data: &DataDir) -> anyhow::Result<McpConfig> {
-    Ok(mcp_servers::load(data)?)
+    Ok(upstream::load(data)?)
 }
 
 fn find<'a>(config: &'a McpConfig, name: &str) -> anyhow::Result<&'a ServerConfig> {
-    Ok(mcp_servers::find(config, name)?)
+    Ok(upstream::find(config, name)?)
 }
 
 fn split_pair(s: &str, seps: &[char]) -> Option<(String, String)> {
@@ -221,7 +221,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             }
         }
         McpCommand::Tools { name, json } => {
-            let tools: Vec<Value> = mcp_servers::tools(&data, &name)
+            let tools: Vec<Value> = upstream::tools(&data, &name)
                 .await?
                 .iter()
                 .map(|(t, status)| {
@@ -247,7 +247,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Enable { name } => {
-            let enabled = mcp_servers::enable(&data, &name).await?;
+            let enabled = upstream::enable(&data, &name).await?;
             match enabled.unreachable {
                 None => println!(
                     "approved {} tool definition(s) of {name:?} (pinned)",
@@ -261,12 +261,12 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Disable { name } => {
-            mcp_servers::disable(&data, &name)?;
+            upstream::disable(&data, &name)?;
             println!("disabled {name:?}");
             Ok(())
         }
         McpCommand::Remove { name } => {
-            mcp_servers::remove(&data, &name)?;
+            upstream::remove(&data, &name)?;
             println!("removed {name:?}");
             Ok(())
         }
@@ -305,7 +305,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
         McpCommand::Logs { name, bytes, json } => {
             let config = load(&data)?;
             find(&config, &name)?;
-            let text = mcp_servers::logs(&data, &name, bytes)?;
+            let text = upstream::logs(&data, &name, bytes)?;
             if json {
                 println!(
                     "{}",
@@ -360,7 +360,7 @@ fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
         server.headers.insert(k, skillhost_mcp::Secret::new(v));
     }
     let name = server.name.clone();
-    match mcp_servers::add(data, server) {
+    match upstream::add(data, server) {
         Err(ServerError::Conflict(_)) => anyhow::bail!(
             "a server named {name:?} is already configured; `skillhost mcp remove {name}` first"
         ),
@@ -371,7 +371,7 @@ fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
 }
 
 async fn test(data: &DataDir, server: &ServerConfig) -> anyhow::Result<TestReport> {
-    Ok(mcp_servers::test(data, server).await?)
+    Ok(upstream::test(data, server).await?)
 }
 
 fn print_report(r: &TestReport) {

@@ -2,9 +2,6 @@
 
 mod author;
 mod demo;
-mod demo_host;
-mod demo_mcp;
-mod demo_serve;
 mod mcp;
 mod personas;
 mod runs;
@@ -304,8 +301,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn run_plain(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Build { dir } => {
-            let out = tokio::task::spawn_blocking(move || crate::guest_build::build_skill(&dir))
-                .await??;
+            let out =
+                tokio::task::spawn_blocking(move || crate::skill::guest_build::build_skill(&dir))
+                    .await??;
             println!("{}", out.display());
             Ok(())
         }
@@ -340,7 +338,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             skills::install(
                 &cli.data_dir,
                 &file,
-                crate::installs::InstallOptions {
+                crate::bundle::install::InstallOptions {
                     allow_untrusted,
                     allow_downgrade,
                 },
@@ -366,8 +364,8 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The host for this data dir (MCP servers on demand).
-async fn open_host(data_dir: &Path) -> anyhow::Result<crate::host::Host> {
-    crate::host::HostBuilder::new(data_dir)
+async fn open_host(data_dir: &Path) -> anyhow::Result<crate::authority::Host> {
+    crate::authority::HostBuilder::new(data_dir)
         .sandbox(open_sandbox(data_dir)?)
         .build()
         .await
@@ -380,8 +378,8 @@ const EXIT_WAITING_APPROVAL: u8 = 3;
 /// `waiting_approval` the run id and how to approve on stderr (exit 3);
 /// otherwise the error on stderr (exit 1; an MCP timeout's JSON goes to
 /// stdout too). With `json` the whole report goes to stdout.
-fn print_report(report: &crate::host::RunReport, json: bool) -> anyhow::Result<ExitCode> {
-    use crate::runs::Outcome;
+fn print_report(report: &crate::authority::RunReport, json: bool) -> anyhow::Result<ExitCode> {
+    use crate::state::runs::Outcome;
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
     }
@@ -432,10 +430,10 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
     }
     let host = open_host(data_dir).await?;
     let caller = match &args.persona {
-        Some(p) => crate::host::Caller::persona(p.clone()),
-        None => crate::host::Caller::Operator,
+        Some(p) => crate::authority::Caller::persona(p.clone()),
+        None => crate::authority::Caller::Operator,
     };
-    let req = crate::host::CallRequest {
+    let req = crate::authority::CallRequest {
         input_refs: args.refs.clone(),
         limits: request,
         confirmed: args.yes,
@@ -465,7 +463,7 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Reads a structured handoff file (`-`: stdin).
-fn read_handoff(file: &Path) -> anyhow::Result<crate::handoff::StructuredHandoff> {
+fn read_handoff(file: &Path) -> anyhow::Result<crate::authority::handoff::StructuredHandoff> {
     let text = if file == Path::new("-") {
         std::io::read_to_string(std::io::stdin())
             .map_err(|e| anyhow::anyhow!("cannot read the handoff from stdin: {e}"))?

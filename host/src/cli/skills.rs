@@ -4,14 +4,14 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
+use crate::bundle::install::{self, InstallOptions};
+use crate::bundle::trust::{PublicKey, SecretKey};
 use crate::bundle::{MAX_ARCHIVE_BYTES, Signer, pack_dir};
-use crate::catalog;
-use crate::data_dir::DataDir;
-use crate::installs::{self, InstallOptions};
+use crate::registry::catalog;
 use crate::sandbox::Sandbox;
 use crate::skill::Skill;
-use crate::store::Store;
-use crate::trust::{PublicKey, SecretKey};
+use crate::state::Store;
+use crate::state::data_dir::DataDir;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum TrustCommand {
@@ -70,7 +70,7 @@ pub(super) enum SkillsCommand {
 fn open_state(data_dir: &Path) -> anyhow::Result<(DataDir, Store)> {
     let data = DataDir::open(data_dir)?;
     let mut store = Store::open(&data.root)?;
-    installs::recover(&data, &mut store)?;
+    install::recover(&data, &mut store)?;
     Ok((data, store))
 }
 
@@ -118,7 +118,7 @@ fn read_bundle(file: &Path) -> anyhow::Result<Vec<u8>> {
 pub(super) fn verify(data_dir: &Path, file: &Path, json: bool) -> anyhow::Result<()> {
     let bytes = read_bundle(file)?;
     let data = DataDir::open(data_dir)?;
-    let b = installs::verify(&data, &bytes)?;
+    let b = install::verify(&data, &bytes)?;
     let trusted = matches!(b.signer, Signer::Trusted { .. });
     if json {
         println!(
@@ -160,7 +160,7 @@ pub(super) async fn install(
     let bytes = read_bundle(file)?;
     let (data, _store) = open_state(data_dir)?;
     let sandbox = super::open_sandbox(data_dir)?;
-    let out = installs::install(&data, &sandbox, &bytes, options).await?;
+    let out = install::install(&data, &sandbox, &bytes, options).await?;
     println!(
         "installed {}@{} ({}, {})",
         out.name,
@@ -180,7 +180,7 @@ pub(super) async fn install(
 
 pub(super) fn uninstall(data_dir: &Path, spec: &str) -> anyhow::Result<()> {
     let (data, _store) = open_state(data_dir)?;
-    let removed = installs::uninstall(&data, spec)?;
+    let removed = install::uninstall(&data, spec)?;
     let name = spec.split('@').next().unwrap_or(spec);
     for v in removed {
         println!("uninstalled {name}@{v}");

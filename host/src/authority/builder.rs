@@ -1,0 +1,191 @@
+//! [`HostBuilder`]: opens the data dir and builds a [`Host`].
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use skillhost_mcp::McpManager;
+
+use super::{Host, HostInner, Seen};
+use crate::limits::LimitsPolicy;
+use crate::sandbox::{Sandbox, SandboxBuilder};
+use crate::state::Store;
+use crate::state::data_dir::DataDir;
+use crate::state::refs::RefBlobs;
+use crate::state::runs::EventWriter;
+
+/// Default time an approval stays valid.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(900);
+
+/// Builds a [`Host`].
+///
+/// Defaults: the data dir `./data`; the sandbox's default limits policy
+/// ([`LimitsPolicy::default`]) and its compiled-code cache in
+/// `data/cache/components`; MCP servers started on demand, for the call
+/// that needs them, and stopped at [`Host::shutdown`]
+/// (`connect_mcp(true)` starts every enabled server at build instead);
+/// approvals valid for `approval_ttl_secs` from `settings.json`, else
+/// [`DEFAULT_APPROVAL_TTL`].
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// let host = skillhost::HostBuilder::new("data").build().await?;
+/// host.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HostBuilder {
+    data_dir: PathBuf,
+    policy: Option<LimitsPolicy>,
+    sandbox: Option<Sandbox>,
+    connect_mcp: bool,
+    approval_ttl: Option<Duration>,
+}
+
+impl HostBuilder {
+    /// A builder for the data dir at `data_dir` (created if missing).
+    ///
+    /// ```
+    /// let b = skillhost::HostBuilder::new("data");
+    /// ```
+    pub fn new(data_dir: impl Into<PathBuf>) -> HostBuilder {
+        HostBuilder {
+            data_dir: data_dir.into(),
+            policy: None,
+            sandbox: None,
+            connect_mcp: false,
+            approval_ttl: None,
+        }
+    }
+
+    /// The limits policy for skill calls (ignored if [`HostBuilder::sandbox`]
+    /// is given).
+    ///
+    /// ```
+    /// let b = skillhost::HostBuilder::new("data").limits(skillhost::LimitsPolicy::default());
+    /// ```
+    pub fn limits(mut self, policy: LimitsPolicy) -> HostBuilder {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Use this sandbox instead of building one.
+    ///
+    /// ```no_run
+    /// let sandbox = skillhost::SandboxBuilder::new().build().unwrap();
+    /// let b = skillhost::HostBuilder::new("data").sandbox(sandbox);
+    /// ```
+    pub fn sandbox(mut self, sandbox: Sandbox) -> HostBuilder {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// Start every enabled MCP server at build and keep it supervised
+    /// (for a long-running host); default false (start on demand).
+    ///
+    /// ```
+    /// let b = skillhost::HostBuilder::new("data").connect_mcp(true);
+    /// ```
+    pub fn connect_mcp(mut self, yes: bool) -> HostBuilder {
+        self.connect_mcp = yes;
+        self
+    }
+
+    /// How long a call waiting for approval may be approved.
+    ///
+    /// ```
+    /// let b = skillhost::HostBuilder::new("data").approval_ttl(std::time::Duration::from_secs(60));
+    /// ```
+    pub fn approval_ttl(mut self, ttl: Duration) -> HostBuilder {
+        self.approval_ttl = Some(ttl);
+        self
+    }
+
+    /// Opens the data dir and its database, and builds the host.
+    ///
+    /// ```no_run
+    /// # async fn f() -> anyhow::Result<()> {
+    /// let host = skillhost::HostBuilder::new("data").build().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn build(self) -> anyhow::Result<Host> {
+        let data = DataDir::open(&self.data_dir)?;
+        let settings = data.settings()?;
+        let sandbox = match self.sandbox {
+            Some(s) => s,
+            None => {
+                let mut b = SandboxBuilder::new();
+                b.cache_dir(data.root.join("cache").join("components"));
+                if let Some(p) = self.policy {
+                    b.policy(p);
+                }
+                b.build()?
+            }
+        };
+        let mut store = Store::open(&data.root)?;
+        crate::bundle::install::recover(&data, &mut store)?;
+        match store.interrupt_orphaned_runs() {
+            Ok(ids) if !ids.is_empty() => {
+                tracing::warn!(runs = ?ids, "approved runs interrupted by a process that died")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("cannot check for interrupted runs: {e}"),
+        }
+        let writer = EventWriter::start(Store::open(&data.root)?);
+        let refs = RefBlobs::open(&data.dir)?;
+        // Clean up after a crash mid-add, unless another process is adding a
+        // ref right now (then its blob may be unrecorded for a moment; the
+        // next start cleans up).
+        match refs.try_lock_exclusive() {
+            Ok(Some(_cleanup)) => {
+                if let Err(e) = refs.sweep_temp() {
+                    tracing::warn!("cannot clean unfinished refs: {e}");
+                }
+                // A blob whose record was never written (a crash between
+                // the two) is unreachable: remove it.
+                if let (Ok(ids), Ok(records)) = (refs.ids(), store.ref_records()) {
+                    for id in ids {
+                        if !records.iter().any(|r| r.ref_id == id) {
+                            let _ = refs.remove(&id);
+                        }
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}"),
+        }
+        let mcp = McpManager::new(crate::upstream::pins::mcp_manager_options(&data.root)?);
+        let approval_ttl = self
+            .approval_ttl
+            .or(settings.approval_ttl_secs.map(Duration::from_secs))
+            .unwrap_or(DEFAULT_APPROVAL_TTL);
+        let (events, _) = tokio::sync::broadcast::channel(1024);
+        let inner = Arc::new(HostInner {
+            root: data.root.clone(),
+            data,
+            store: Mutex::new(store),
+            writer,
+            sandbox,
+            mcp,
+            snapshot: RwLock::new(None),
+            seen: Mutex::new(Seen {
+                data_version: -1,
+                generation: -1,
+            }),
+            loaded: Mutex::new(HashMap::new()),
+            events,
+            approval_ttl,
+            refs,
+            secrets: RwLock::new(Vec::new()),
+            metrics: crate::authority::metrics::Metrics::new(),
+        });
+        let host = Host { inner };
+        host.inner.expire_pending();
+        if self.connect_mcp {
+            let config = host.inner.mcp_config()?;
+            host.inner.mcp.connect_all(&config).await;
+        }
+        Ok(host)
+    }
+}

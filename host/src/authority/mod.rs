@@ -1,0 +1,344 @@
+//! The host as one authority: [`Host`] holds the registry, the grants, the
+//! sandbox and the MCP manager, and every call passes one path:
+//!
+//! authorize → validate the arguments → stop in `waiting_approval` if the
+//! tool needs confirmation → execute (sandbox limits, MCP timeouts) →
+//! validate the result → record the run and its event.
+//!
+//! State lives in the data dir's database, so a long-running host and the
+//! CLI can change it at the same time: the host notices another process's
+//! change before its next call (SQLite's `data_version`, then the state
+//! generation that every grant, trust or enablement change bumps).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use skillhost_mcp::{McpConfig, McpManager, RegisteredTool};
+
+use crate::registry::{Conflict, DEFAULT_SPECIALISTS, Inputs, Registry, ToolSpec};
+use crate::sandbox::Sandbox;
+use crate::skill::Skill;
+use crate::state::Store;
+use crate::state::data_dir::DataDir;
+use crate::state::refs::RefBlobs;
+use crate::state::runs::{EventWriter, HostEvent, RunRow};
+use redaction::{redact, secret_forms};
+
+mod builder;
+mod call;
+pub(crate) mod handoff;
+mod host_metrics;
+pub(crate) mod metrics;
+mod personas;
+mod redaction;
+mod runs;
+mod servers;
+mod skills;
+mod tokens;
+pub(crate) mod why;
+
+pub use builder::{DEFAULT_APPROVAL_TTL, HostBuilder};
+pub use call::{CallRequest, Caller, RunReport};
+pub use personas::{PersonaGrants, SkillGrantView};
+pub(crate) use skills::InstallRefusal;
+pub use skills::SkillStatus;
+
+struct Seen {
+    data_version: i64,
+    generation: i64,
+}
+
+pub(crate) struct HostInner {
+    pub(crate) root: PathBuf,
+    data: DataDir,
+    store: Mutex<Store>,
+    writer: EventWriter,
+    sandbox: Sandbox,
+    pub(crate) mcp: McpManager,
+    snapshot: RwLock<Option<Arc<Registry>>>,
+    seen: Mutex<Seen>,
+    loaded: Mutex<HashMap<String, (String, Skill)>>,
+    events: tokio::sync::broadcast::Sender<HostEvent>,
+    approval_ttl: Duration,
+    refs: RefBlobs,
+    /// Every configured secret value (MCP env and header values), redacted
+    /// from anything recorded.
+    secrets: RwLock<Vec<String>>,
+    /// This host's counters ([`Host::metrics_text`]).
+    metrics: crate::authority::metrics::Metrics,
+}
+
+/// The host. Cheap to clone; every clone is the same host.
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// use skillhost::{Caller, HostBuilder};
+/// let host = HostBuilder::new("data").build().await?;
+/// host.add_persona("support", "answers customers")?;
+/// host.grant_skill("support", "text-tools", true)?;
+/// let run = host.call(&Caller::persona("support"), "text.word_count",
+///     serde_json::json!({"text": "one two"}), &Default::default()).await;
+/// assert_eq!(run.output.unwrap()["words"], 2);
+/// host.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Host {
+    pub(crate) inner: Arc<HostInner>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("data_dir", &self.inner.root)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl HostInner {
+    fn mcp_config(&self) -> anyhow::Result<McpConfig> {
+        McpConfig::load(&self.data.dir).map_err(|e| anyhow::anyhow!("{}: {e}", self.root.display()))
+    }
+
+    /// Marks the snapshot stale after a change made through this host's
+    /// own connection (which `data_version` does not report).
+    fn changed(&self) {
+        lock(&self.seen).data_version = -1;
+    }
+
+    /// The registry as last read, whether or not the state changed since.
+    fn last_read(&self) -> Option<Arc<Registry>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The current registry, rebuilt if any state changed since the last
+    /// call (in this process or another).
+    fn registry(&self) -> anyhow::Result<Arc<Registry>> {
+        {
+            let store = lock(&self.store);
+            let mut seen = lock(&self.seen);
+            let dv = store.data_version()?;
+            let current = self
+                .snapshot
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if dv == seen.data_version
+                && let Some(reg) = current
+            {
+                return Ok(reg);
+            }
+            let generation = store.generation()?;
+            seen.data_version = dv;
+            if generation == seen.generation
+                && let Some(reg) = current
+            {
+                return Ok(reg);
+            }
+            seen.generation = generation;
+        }
+        let reg = Arc::new(self.build_registry()?);
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Some(reg.clone());
+        Ok(reg)
+    }
+
+    fn build_registry(&self) -> anyhow::Result<Registry> {
+        let settings = self.data.settings()?;
+        let mcp = self.mcp_config()?;
+        let (skills, personas, skill_grants, defs) = {
+            let store = lock(&self.store);
+            let (entries, problems) = crate::registry::catalog::effective(&self.data, &store)?;
+            for p in problems {
+                tracing::warn!("{p}");
+            }
+            (
+                entries,
+                store.persona_ids()?,
+                store.skill_grants()?,
+                store.mcp_tool_definitions()?,
+            )
+        };
+        let skills = skills
+            .into_iter()
+            .map(|e| {
+                let m = e.manifest().map_err(|err| err.to_string());
+                (e, m)
+            })
+            .collect();
+        let mut mcp_tools: BTreeMap<String, Vec<RegisteredTool>> = BTreeMap::new();
+        for (server, def) in defs {
+            match serde_json::from_str::<RegisteredTool>(&def) {
+                Ok(t) => mcp_tools.entry(server).or_default().push(t),
+                Err(e) => {
+                    tracing::warn!(server = %server, "a stored tool definition is unreadable: {e}")
+                }
+            }
+        }
+        let mut secrets: Vec<String> = mcp
+            .servers
+            .iter()
+            .flat_map(|s| s.env.values().chain(s.headers.values()))
+            .flat_map(|v| secret_forms(v.expose()))
+            .collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets;
+        let specialists = if settings.specialists.is_empty() {
+            DEFAULT_SPECIALISTS.iter().map(|s| s.to_string()).collect()
+        } else {
+            settings.specialists.clone()
+        };
+        Ok(Registry::build(Inputs {
+            skills,
+            mcp,
+            mcp_tools,
+            personas,
+            skill_grants,
+            specialists,
+        }))
+    }
+
+    fn redact(&self, text: &str) -> String {
+        redact(
+            &self.secrets.read().unwrap_or_else(|e| e.into_inner()),
+            text,
+        )
+    }
+
+    fn emit(&self, e: HostEvent) {
+        let _ = self.events.send(e.clone());
+        self.writer.event(e);
+    }
+
+    /// Queues a run with the event of its end (written together), then
+    /// publishes the event.
+    fn emit_run(&self, row: RunRow, e: HostEvent) {
+        self.writer.run_with_event(row, e.clone());
+        let _ = self.events.send(e);
+    }
+}
+
+impl Host {
+    pub(crate) fn registry(&self) -> anyhow::Result<Arc<Registry>> {
+        self.inner.registry()
+    }
+
+    pub(crate) fn mcp_config(&self) -> anyhow::Result<McpConfig> {
+        self.inner.mcp_config()
+    }
+
+    pub(crate) async fn ensure_mcp(&self, server: &str) -> Result<(), String> {
+        self.inner.ensure_server(server).await
+    }
+
+    pub(crate) fn data(&self) -> &cap_std::fs::Dir {
+        &self.inner.data.dir
+    }
+}
+
+impl Host {
+    /// The data dir.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) { println!("{}", host.data_dir().display()); }
+    /// ```
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The MCP manager (its servers' states, logs and tools).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) { for s in host.mcp().statuses() { println!("{}", s.name); } }
+    /// ```
+    pub fn mcp(&self) -> &McpManager {
+        &self.inner.mcp
+    }
+
+    /// The tools `persona` may use (`None`: every registered tool, as the
+    /// operator sees them), sorted by name. An unknown persona is an error.
+    /// The list is computed once per state and shared: asking again before
+    /// anything changes costs a lookup.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// for spec in host.tool_specs(Some("support"))?.iter() { println!("{}", spec.name); }
+    /// # Ok(()) }
+    /// ```
+    pub fn tool_specs(&self, persona: Option<&str>) -> anyhow::Result<Arc<[Arc<ToolSpec>]>> {
+        let reg = self.inner.registry()?;
+        if let Some(p) = persona
+            && !reg.personas.contains(p)
+        {
+            anyhow::bail!("there is no persona `{p}` (`skillhost personas list` shows them)");
+        }
+        Ok(reg.tool_specs(persona))
+    }
+
+    /// The caller's tools as of the last state this host read, without
+    /// checking whether the state changed since (no SQLite read): `None`
+    /// before the first read or for an unknown persona. For fast paths
+    /// that only need a positive answer and fall back to [`Host::tool_specs`]
+    /// (the call itself re-checks everything on fresh state).
+    pub(crate) fn tool_specs_last_read(
+        &self,
+        persona: Option<&str>,
+    ) -> Option<Arc<[Arc<ToolSpec>]>> {
+        let reg = self.inner.last_read()?;
+        if persona.is_some_and(|p| !reg.personas.contains(p)) {
+            return None;
+        }
+        Some(reg.tool_specs(persona))
+    }
+
+    /// Name collisions between tool sources, and which source the rule kept.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// for c in host.conflicts()? { eprintln!("{c}"); }
+    /// # Ok(()) }
+    /// ```
+    pub fn conflicts(&self) -> anyhow::Result<Vec<Conflict>> {
+        Ok(self.inner.registry()?.conflicts.clone())
+    }
+
+    /// Tools left out of the registry for another reason than a collision
+    /// (a schema that does not compile, an invalid specialist).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// for p in host.registry_problems()? { eprintln!("{p}"); }
+    /// # Ok(()) }
+    /// ```
+    pub fn registry_problems(&self) -> anyhow::Result<Vec<String>> {
+        Ok(self.inner.registry()?.problems.clone())
+    }
+
+    /// Waits until every run and event so far is in the database.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) { host.flush(); }
+    /// ```
+    pub fn flush(&self) {
+        self.inner.writer.flush(Duration::from_secs(10));
+    }
+
+    /// Records everything pending and stops every MCP server this host
+    /// started.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) { host.shutdown().await; }
+    /// ```
+    pub async fn shutdown(&self) {
+        self.inner.mcp.shutdown().await;
+        self.inner.writer.close();
+    }
+}

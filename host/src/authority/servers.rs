@@ -1,0 +1,188 @@
+//! The operator's MCP server configuration through the host (the HTTP
+//! API): the changes of `crate::upstream`, with the servers this host
+//! runs kept in line with them, and every text that leaves redacted of the
+//! configured secrets.
+
+use std::time::Duration;
+
+use skillhost_mcp::{McpConfig, McpTool, ServerConfig, ServerState, TestReport};
+
+use super::{Host, HostInner};
+use crate::upstream::{self, Enabled, PinStatus, ServerError};
+
+/// Whether two configurations of a server run the same process or
+/// connection: they differ at most in their grants, which the registry
+/// applies without touching the server.
+fn same_but_grants(a: &ServerConfig, b: &ServerConfig) -> bool {
+    let mut a = a.clone();
+    a.allowed_persona_ids = b.allowed_persona_ids.clone();
+    a == *b
+}
+
+impl Host {
+    /// Starts every enabled MCP server and waits until each is ready,
+    /// failed, or past its connect timeout; then `self.mcp().is_ready()`.
+    /// A configuration that cannot be read starts nothing (and says why in
+    /// the log); the manager is ready all the same, and calls report the
+    /// configuration's error.
+    pub(crate) async fn connect_mcp_servers(&self) {
+        let config = match self.inner.mcp_config() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("no MCP server started: {e:#}");
+                McpConfig::default()
+            }
+        };
+        // Disabled servers get no slot: one enabled later (by any process)
+        // then starts on demand with its configuration of that moment.
+        let enabled = McpConfig {
+            servers: config.servers.into_iter().filter(|s| s.enabled).collect(),
+        };
+        self.inner.mcp.connect_all(&enabled).await;
+    }
+
+    /// Stops `name` if this host runs it, so that it runs next with the
+    /// configuration now in the file: at once while the manager supervises
+    /// every enabled server, else on demand at the next call.
+    async fn restart_mcp_server(&self, name: &str) {
+        self.inner.mcp.remove(name).await;
+        if self.inner.mcp.is_ready()
+            && let Ok(config) = self.inner.mcp_config()
+            && let Some(server) = config.server(name).filter(|s| s.enabled)
+        {
+            self.inner.mcp.start(server.clone());
+        }
+    }
+
+    /// The MCP server configuration (`mcp_servers.json`).
+    pub(crate) fn mcp_servers(&self) -> Result<McpConfig, ServerError> {
+        upstream::load(&self.inner.data)
+    }
+
+    /// Adds a server (disabled or not, as `server.enabled` says; the HTTP
+    /// API adds servers disabled).
+    pub(crate) fn add_mcp_server(&self, server: ServerConfig) -> Result<(), ServerError> {
+        upstream::add(&self.inner.data, server)?;
+        self.inner.changed();
+        Ok(())
+    }
+
+    /// Replaces server `name`'s configuration; restarts it if it runs and
+    /// anything but its grants changed.
+    pub(crate) async fn replace_mcp_server(
+        &self,
+        name: &str,
+        server: ServerConfig,
+    ) -> Result<(), ServerError> {
+        let before = upstream::replace(&self.inner.data, name, server.clone())?;
+        self.inner.changed();
+        if !same_but_grants(&before, &server) {
+            self.restart_mcp_server(name).await;
+        }
+        Ok(())
+    }
+
+    /// Removes server `name` and stops it (its process group, for stdio).
+    pub(crate) async fn remove_mcp_server(&self, name: &str) -> Result<(), ServerError> {
+        upstream::remove(&self.inner.data, name)?;
+        self.inner.changed();
+        self.inner.mcp.remove(name).await;
+        Ok(())
+    }
+
+    /// Enables server `name`, approving (pinning) the tool definitions it
+    /// shows now.
+    pub(crate) async fn enable_mcp_server(&self, name: &str) -> Result<Enabled, ServerError> {
+        let mut enabled = upstream::enable(&self.inner.data, name).await?;
+        self.inner.changed();
+        self.restart_mcp_server(name).await;
+        enabled.unreachable = enabled.unreachable.map(|e| self.redacted(&e));
+        Ok(enabled)
+    }
+
+    /// Disables server `name` and stops it.
+    pub(crate) async fn disable_mcp_server(&self, name: &str) -> Result<(), ServerError> {
+        upstream::disable(&self.inner.data, name)?;
+        self.inner.changed();
+        self.inner.mcp.remove(name).await;
+        Ok(())
+    }
+
+    /// Connects to server `name`, lists its tools and disconnects, timing
+    /// each step.
+    pub(crate) async fn test_mcp_server(&self, name: &str) -> Result<TestReport, ServerError> {
+        let server = upstream::find(&self.mcp_servers()?, name)?.clone();
+        let mut report = upstream::test(&self.inner.data, &server).await?;
+        for step in &mut report.steps {
+            step.error = step.error.as_deref().map(|e| self.redacted(e));
+        }
+        Ok(report)
+    }
+
+    /// Server `name`'s tools as they would be registered, with their pin
+    /// status.
+    pub(crate) async fn mcp_server_tools(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(McpTool, PinStatus)>, ServerError> {
+        upstream::tools(&self.inner.data, name)
+            .await
+            .map_err(|e| match e {
+                ServerError::Unreachable(m) => ServerError::Unreachable(self.redacted(&m)),
+                e => e,
+            })
+    }
+
+    /// The tail of server `name`'s stderr log, at most `bytes` bytes.
+    pub(crate) fn mcp_server_logs(&self, name: &str, bytes: usize) -> Result<String, ServerError> {
+        let text = upstream::logs(&self.inner.data, name, bytes)?;
+        Ok(self.redacted(&text))
+    }
+
+    /// `text` with every configured secret value replaced (the secrets as
+    /// of the current configuration).
+    fn redacted(&self, text: &str) -> String {
+        // Rebuilding the registry refreshes the secrets to redact.
+        if let Err(e) = self.inner.registry() {
+            tracing::warn!("cannot refresh the secrets to redact: {e:#}");
+        }
+        self.inner.redact(text)
+    }
+}
+
+impl HostInner {
+    /// Makes sure an MCP server is running in this process (on demand).
+    pub(super) async fn ensure_server(&self, server: &str) -> Result<(), String> {
+        if let Some(s) = self.mcp.status(server)
+            && s.state == ServerState::Ready
+        {
+            return Ok(());
+        }
+        if self.mcp.status(server).is_none() {
+            let config = self.mcp_config().map_err(|e| e.to_string())?;
+            let Some(cfg) = config.server(server).cloned() else {
+                return Err(format!("no MCP server named {server:?} is configured"));
+            };
+            if !cfg.enabled {
+                return Err(format!(
+                    "MCP server {server:?} is disabled (`skillhost mcp enable {server}`)"
+                ));
+            }
+            let limit = cfg.timeouts.connect() + Duration::from_secs(1);
+            self.mcp.start(cfg);
+            let status = self.mcp.wait_settled(server, limit).await;
+            return match status {
+                Some(s) if s.state == ServerState::Ready => Ok(()),
+                other => Err(format!(
+                    "MCP server {server:?} is not ready: {}",
+                    other
+                        .and_then(|s| s.last_error)
+                        .unwrap_or_else(|| "it did not become ready".into())
+                )),
+            };
+        }
+        // Supervised already (starting or restarting): the call waits for
+        // the next session itself.
+        Ok(())
+    }
+}

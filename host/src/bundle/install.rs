@@ -1,0 +1,439 @@
+//! Managed installs: atomic, serialised, never writing outside the data dir.
+//!
+//! An install extracts into `skills/.staging/<id>/`, verifies everything
+//! there (statement, digests of the bytes read back from disk, manifest,
+//! component imports and `implemented()`), renames the folder to
+//! `skills/<name>/<version>/` (keeping the signed statement there, as
+//! `.skillhost/statement.json`), and then records it in the database: the
+//! database commit is the commit point. At start, staging leftovers, folders
+//! without a record and records without a folder are removed, so a kill -9
+//! at any point leaves either the old state or the new one.
+
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::fs::{Dir, OpenOptions};
+use sha2::{Digest, Sha256};
+
+use crate::bundle::trust::PublicKey;
+use crate::bundle::{OpenedBundle, STATEMENT_PATH, Signer, open_bundle};
+use crate::sandbox::Sandbox;
+use crate::skill::Skill;
+use crate::skill::manifest::SkillManifest;
+use crate::state::data_dir::DataDir;
+use crate::state::{InstalledRecord, Store};
+
+const SKILLS: &str = "skills";
+const STAGING: &str = "skills/.staging";
+const LOCK: &str = "skills/.lock";
+/// The folder of [`STATEMENT_PATH`] inside an install.
+const STATEMENT_DIR: &str = ".skillhost";
+
+/// Options of an install.
+///
+/// ```
+/// let o = skillhost::InstallOptions { allow_untrusted: true, ..Default::default() };
+/// assert!(!o.allow_downgrade);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InstallOptions {
+    /// Accept an unsigned bundle or one signed by an unknown key, recording
+    /// it as untrusted.
+    pub allow_untrusted: bool,
+    /// Accept a version lower than one already installed.
+    pub allow_downgrade: bool,
+}
+
+/// What an install did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InstallOutcome {
+    /// The skill.
+    pub name: String,
+    /// Its version.
+    pub version: semver::Version,
+    /// Hex sha256 of the signed statement.
+    pub digest: String,
+    /// Who signed it.
+    pub signer: Signer,
+    /// Whether it was recorded as trusted.
+    pub trusted: bool,
+}
+
+/// An install or uninstall that was refused; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InstallError(pub String);
+
+fn err(m: impl Into<String>) -> InstallError {
+    InstallError(m.into())
+}
+
+static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Holds the install lock (an exclusive lock on `skills/.lock`) while alive.
+struct InstallLock(std::fs::File);
+
+impl InstallLock {
+    fn acquire(data: &DataDir) -> Result<InstallLock, InstallError> {
+        let mut opts = OpenOptions::new();
+        opts.create(true).write(true).truncate(false);
+        let file = data
+            .dir
+            .open_with(LOCK, &opts)
+            .map_err(|e| err(format!("cannot open the install lock: {e}")))?
+            .into_std();
+        file.lock()
+            .map_err(|e| err(format!("cannot take the install lock: {e}")))?;
+        Ok(InstallLock(file))
+    }
+}
+
+impl Drop for InstallLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+fn trusted_key_lookup(
+    store: &Store,
+) -> Result<impl Fn(&str) -> Option<PublicKey> + use<>, InstallError> {
+    let keys = store
+        .trusted_keys()
+        .map_err(|e| err(format!("cannot read the trust store: {e}")))?;
+    Ok(move |id: &str| {
+        keys.iter()
+            .find(|k| k.key_id == id)
+            .and_then(|k| PublicKey::from_base64(&k.public_key).ok())
+    })
+}
+
+/// Opens a bundle against the trust store of `data` without installing it.
+pub(crate) fn verify(data: &DataDir, bytes: &[u8]) -> anyhow::Result<OpenedBundle> {
+    let store = Store::open(&data.root)?;
+    let lookup = trusted_key_lookup(&store)?;
+    Ok(open_bundle(bytes, lookup)?)
+}
+
+/// Removes staging leftovers and reconciles folders with records.
+pub(crate) fn recover(data: &DataDir, store: &mut Store) -> anyhow::Result<()> {
+    let _lock = InstallLock::acquire(data)?;
+    for e in data.dir.read_dir(STAGING)? {
+        let name = e?.file_name();
+        let _ = data
+            .dir
+            .remove_dir_all(format!("{STAGING}/{}", name.to_string_lossy()));
+    }
+    let records = store.installed()?;
+    for e in data.dir.read_dir(SKILLS)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        if !e.file_type()?.is_dir() {
+            // Only our folders belong here; a planted file or symlink goes.
+            let _ = data.dir.remove_file(format!("{SKILLS}/{name}"));
+            continue;
+        }
+        for v in data.dir.read_dir(format!("{SKILLS}/{name}"))? {
+            let v = v?.file_name().to_string_lossy().into_owned();
+            if !records
+                .iter()
+                .any(|r| r.name == name && r.version.to_string() == v)
+            {
+                tracing::warn!(
+                    "removing {SKILLS}/{name}/{v}: not recorded as installed (interrupted install?)"
+                );
+                let _ = data.dir.remove_dir_all(format!("{SKILLS}/{name}/{v}"));
+            }
+        }
+    }
+    for r in &records {
+        if !data
+            .dir
+            .is_dir(format!("{SKILLS}/{}/{}", r.name, r.version))
+        {
+            tracing::warn!("forgetting {}@{}: its folder is missing", r.name, r.version);
+            store.remove_installed(&r.name, Some(&r.version))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the bundle's files into a fresh staging folder and checks the
+/// bytes read back from disk against the statement.
+fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, InstallError> {
+    let id = format!(
+        "{}-{}-{}",
+        std::process::id(),
+        STAGING_COUNTER.fetch_add(1, Ordering::Relaxed),
+        &bundle.digest[..16]
+    );
+    let rel = format!("{STAGING}/{id}");
+    data.dir
+        .create_dir(&rel)
+        .map_err(|e| err(format!("cannot create staging folder: {e}")))?;
+    let staging = data
+        .dir
+        .open_dir(&rel)
+        .map_err(|e| err(format!("cannot open staging folder: {e}")))?;
+    let result = (|| -> Result<(), InstallError> {
+        for (path, bytes) in &bundle.files {
+            if let Some((parent, _)) = path.rsplit_once('/') {
+                staging
+                    .create_dir_all(parent)
+                    .map_err(|e| err(format!("cannot create `{parent}`: {e}")))?;
+            }
+            let mut opts = OpenOptions::new();
+            opts.write(true).create_new(true);
+            let mut f = staging
+                .open_with(path, &opts)
+                .map_err(|e| err(format!("cannot create `{path}`: {e}")))?;
+            f.write_all(bytes)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| err(format!("cannot write `{path}`: {e}")))?;
+        }
+        // The signed statement stays with the install: it lists every file
+        // with its digest (served to MCP clients as the skill's files).
+        staging
+            .create_dir_all(STATEMENT_DIR)
+            .and_then(|()| {
+                let mut opts = OpenOptions::new();
+                opts.write(true).create_new(true);
+                let mut f = staging.open_with(STATEMENT_PATH, &opts)?;
+                f.write_all(&bundle.statement.to_canonical_bytes())?;
+                f.sync_all()
+            })
+            .map_err(|e| err(format!("cannot write `{STATEMENT_PATH}`: {e}")))?;
+        for entry in &bundle.statement.files {
+            let mut f = staging
+                .open(&entry.path)
+                .map_err(|e| err(format!("cannot reopen `{}`: {e}", entry.path)))?;
+            let mut h = Sha256::new();
+            let mut buf = vec![0u8; 64 << 10];
+            let mut size = 0u64;
+            loop {
+                let n = f
+                    .read(&mut buf)
+                    .map_err(|e| err(format!("cannot read back `{}`: {e}", entry.path)))?;
+                if n == 0 {
+                    break;
+                }
+                size += n as u64;
+                h.update(&buf[..n]);
+            }
+            if size != entry.size || hex::encode(h.finalize()) != entry.sha256 {
+                return Err(err(format!(
+                    "`{}` on disk does not match the signed statement",
+                    entry.path
+                )));
+            }
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(rel),
+        Err(e) => {
+            let _ = data.dir.remove_dir_all(&rel);
+            Err(e)
+        }
+    }
+}
+
+/// Installs a bundle. See the module docs for the guarantees.
+pub(crate) async fn install(
+    data: &DataDir,
+    sandbox: &Sandbox,
+    bytes: &[u8],
+    options: InstallOptions,
+) -> Result<InstallOutcome, InstallError> {
+    let _lock = InstallLock::acquire(data)?;
+    let mut store = Store::open(&data.root).map_err(|e| err(e.to_string()))?;
+    let lookup = trusted_key_lookup(&store)?;
+    let bundle = open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))?;
+    let st = &bundle.statement;
+    let label = format!("{}@{}", st.name, st.version);
+
+    // Trust.
+    let trusted = matches!(bundle.signer, Signer::Trusted { .. });
+    if !trusted && !options.allow_untrusted {
+        let why = match &bundle.signer {
+            Signer::Unsigned => "it is unsigned".to_string(),
+            Signer::Unknown { key_id } => format!("its signer key `{key_id}` is not trusted"),
+            Signer::Trusted { .. } => String::new(),
+        };
+        return Err(err(format!(
+            "{label}: refused because {why}; add the publisher's key with `skillhost trust add`, or install with --allow-untrusted (it is then visible to no persona until `skillhost skills trust {}`)",
+            st.name
+        )));
+    }
+
+    // Rollback and signer pinning against what is installed.
+    let installed = store.installed().map_err(|e| err(e.to_string()))?;
+    let same_name: Vec<&InstalledRecord> = installed.iter().filter(|r| r.name == st.name).collect();
+    if same_name.iter().any(|r| r.version == st.version) {
+        return Err(err(format!(
+            "{label} is already installed; uninstall it first"
+        )));
+    }
+    if let Some(max) = same_name.iter().map(|r| &r.version).max()
+        && st.version < *max
+        && !options.allow_downgrade
+    {
+        return Err(err(format!(
+            "{label}: refused because {} {max} is installed (rollback); use --allow-downgrade to install an older version",
+            st.name
+        )));
+    }
+    let new_signer = bundle.signer.key_id().map(str::to_string);
+    if let Some(previous) = same_name.iter().rev().find_map(|r| r.signer.clone())
+        && new_signer.as_deref() != Some(previous.as_str())
+    {
+        let keys = store.trusted_keys().map_err(|e| err(e.to_string()))?;
+        let explicitly = new_signer.as_deref().is_some_and(|id| {
+            keys.iter()
+                .any(|k| k.key_id == id && k.skills.contains(&st.name))
+        });
+        if !explicitly {
+            return Err(err(format!(
+                "{label}: refused because earlier versions were signed by key `{previous}` and this one by {}; \
+                 trust the new key for this skill with `skillhost trust add KEY.pub --name LABEL --for {}`",
+                new_signer
+                    .as_deref()
+                    .map(|k| format!("key `{k}`"))
+                    .unwrap_or_else(|| "no key".into()),
+                st.name
+            )));
+        }
+    }
+
+    // Stage, then check the skill as it will run.
+    let staging = stage(data, &bundle)?;
+    let checked = async {
+        let staging_path = data.root.join(&staging);
+        let manifest =
+            SkillManifest::load_dir(&staging_path).map_err(|e| err(format!("{label}: {e}")))?;
+        if manifest.name != st.name || manifest.version != st.version {
+            return Err(err(format!(
+                "{label}: the manifest says {}@{} but the signed statement says {label}",
+                manifest.name, manifest.version
+            )));
+        }
+        let skill = Skill::load_dir(sandbox, &staging_path).map_err(|e| err(e.to_string()))?;
+        skill
+            .verify_implemented()
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        Ok(())
+    }
+    .await;
+    let commit = checked.and_then(|()| {
+        ensure_real_dir(&data.dir, SKILLS, &st.name)?;
+        let target = format!("{SKILLS}/{}/{}", st.name, st.version);
+        if data.dir.symlink_metadata(&target).is_ok() {
+            return Err(err(format!(
+                "{target} already exists in the data dir; remove it or run any command to clean up"
+            )));
+        }
+        data.dir
+            .rename(&staging, &data.dir, &target)
+            .map_err(|e| err(format!("cannot move the install into place: {e}")))?;
+        let record = InstalledRecord {
+            name: st.name.clone(),
+            version: st.version.clone(),
+            digest: bundle.digest.clone(),
+            signer: new_signer.clone(),
+            trusted,
+            installed_at: 0,
+        };
+        if let Err(e) = store.add_installed(&record) {
+            let _ = data.dir.remove_dir_all(&target);
+            return Err(err(format!("cannot record the install: {e}")));
+        }
+        Ok(())
+    });
+    if let Err(e) = commit {
+        let _ = data.dir.remove_dir_all(&staging);
+        return Err(e);
+    }
+    Ok(InstallOutcome {
+        name: st.name.clone(),
+        version: st.version.clone(),
+        digest: bundle.digest.clone(),
+        signer: bundle.signer.clone(),
+        trusted,
+    })
+}
+
+/// Makes sure `parent/name` is a real folder, never a planted symlink or file.
+fn ensure_real_dir(dir: &Dir, parent: &str, name: &str) -> Result<(), InstallError> {
+    let path = format!("{parent}/{name}");
+    match dir.symlink_metadata(&path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(err(format!(
+            "{path} in the data dir is not a folder (a planted symlink or file?); remove it"
+        ))),
+        Err(_) => dir
+            .create_dir(&path)
+            .map_err(|e| err(format!("cannot create {path}: {e}"))),
+    }
+}
+
+/// Installs a bundle into the data dir at `data_dir` (created if missing),
+/// after cleaning up any interrupted install. See [`InstallOptions`] for what
+/// is accepted; every refusal leaves the data dir as it was.
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// let sandbox = skillhost::SandboxBuilder::new().build()?;
+/// let bytes = std::fs::read("greeter.skill")?;
+/// let out = skillhost::install_bundle(std::path::Path::new("data"), &sandbox, &bytes, Default::default()).await?;
+/// println!("installed {}@{}", out.name, out.version);
+/// # Ok(()) }
+/// ```
+pub async fn install_bundle(
+    data_dir: &std::path::Path,
+    sandbox: &Sandbox,
+    bytes: &[u8],
+    options: InstallOptions,
+) -> anyhow::Result<InstallOutcome> {
+    let data = DataDir::open(data_dir)?;
+    let mut store = Store::open(&data.root)?;
+    recover(&data, &mut store)?;
+    drop(store);
+    Ok(install(&data, sandbox, bytes, options).await?)
+}
+
+/// Uninstalls `name` (every version) or `name@version`.
+pub(crate) fn uninstall(data: &DataDir, spec: &str) -> Result<Vec<semver::Version>, InstallError> {
+    let (name, version) = match spec.split_once('@') {
+        Some((n, v)) => (
+            n,
+            Some(
+                semver::Version::parse(v)
+                    .map_err(|e| err(format!("`{v}` is not a version: {e}")))?,
+            ),
+        ),
+        None => (spec, None),
+    };
+    let _lock = InstallLock::acquire(data)?;
+    let mut store = Store::open(&data.root).map_err(|e| err(e.to_string()))?;
+    let removed = store
+        .remove_installed(name, version.as_ref())
+        .map_err(|e| err(e.to_string()))?;
+    if removed.is_empty() {
+        return Err(err(format!("`{spec}` is not installed")));
+    }
+    for v in &removed {
+        let _ = data.dir.remove_dir_all(format!("{SKILLS}/{name}/{v}"));
+    }
+    if data
+        .dir
+        .read_dir(format!("{SKILLS}/{name}"))
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(false)
+    {
+        let _ = data.dir.remove_dir(format!("{SKILLS}/{name}"));
+    }
+    Ok(removed)
+}

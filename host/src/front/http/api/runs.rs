@@ -1,0 +1,332 @@
+//! Runs (one per call) and audit events.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::blocking;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{PathArgs, QueryArgs};
+use crate::authority::{Host, RunReport};
+use crate::front::http::{AdminAuth, AppState};
+use crate::state::runs::{HostEvent, Outcome, RunFilter, RunRecord};
+
+/// The most runs or events one request lists.
+const MAX_LIMIT: usize = 1000;
+/// How many when not said.
+const DEFAULT_LIMIT: usize = 100;
+
+/// How a run ended, or where it stands.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OutcomeView {
+    /// The tool returned a valid result.
+    Ok,
+    /// The tool (or validation) failed.
+    Error,
+    /// It ran out of time.
+    Timeout,
+    /// Not authorized, refused by the operator, or its approval expired.
+    Denied,
+    /// Stopped until an operator approves or denies it.
+    WaitingApproval,
+    /// Approved and executing.
+    Running,
+    /// The sandbox stopped the component.
+    Trapped,
+}
+
+impl From<Outcome> for OutcomeView {
+    fn from(o: Outcome) -> OutcomeView {
+        match o {
+            Outcome::Ok => OutcomeView::Ok,
+            Outcome::Error => OutcomeView::Error,
+            Outcome::Timeout => OutcomeView::Timeout,
+            Outcome::Denied => OutcomeView::Denied,
+            Outcome::WaitingApproval => OutcomeView::WaitingApproval,
+            Outcome::Running => OutcomeView::Running,
+            Outcome::Trapped => OutcomeView::Trapped,
+        }
+    }
+}
+
+impl From<OutcomeView> for Outcome {
+    fn from(o: OutcomeView) -> Outcome {
+        match o {
+            OutcomeView::Ok => Outcome::Ok,
+            OutcomeView::Error => Outcome::Error,
+            OutcomeView::Timeout => Outcome::Timeout,
+            OutcomeView::Denied => Outcome::Denied,
+            OutcomeView::WaitingApproval => Outcome::WaitingApproval,
+            OutcomeView::Running => Outcome::Running,
+            OutcomeView::Trapped => Outcome::Trapped,
+        }
+    }
+}
+
+/// One run as recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunView {
+    /// The run's id.
+    pub run_id: String,
+    /// The run that invoked this one, if any.
+    pub parent_run_id: Option<String>,
+    /// The persona; null for the operator.
+    pub persona: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// `skill:<name>` or the MCP server.
+    pub server: String,
+    /// Where it stands.
+    pub outcome: OutcomeView,
+    /// For calls that needed confirmation: `pending`, `approved`, `denied`
+    /// or `expired`.
+    pub approval: Option<String>,
+    /// The arguments (kept while approval is pending, and for the record).
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<Value>,
+    /// Refs passed to the call.
+    pub input_refs: Vec<String>,
+    /// The error, for runs that did not end `ok`.
+    pub error: Option<String>,
+    /// Unix milliseconds.
+    pub created_at_ms: i64,
+    /// Unix milliseconds of the last change.
+    pub updated_at_ms: i64,
+    /// Until when it may be approved (Unix ms).
+    pub expires_at_ms: Option<i64>,
+    /// How long the call took.
+    pub duration_ms: Option<i64>,
+}
+
+impl From<RunRecord> for RunView {
+    fn from(r: RunRecord) -> RunView {
+        RunView {
+            run_id: r.run_id,
+            parent_run_id: r.parent_run_id,
+            persona: r.persona,
+            tool: r.tool,
+            server: r.server,
+            outcome: r.outcome.into(),
+            approval: r.approval,
+            args: r.args,
+            input_refs: r.input_refs,
+            error: r.error,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            expires_at_ms: r.expires_at_ms,
+            duration_ms: r.duration_ms,
+        }
+    }
+}
+
+/// What one call came to (an approved run's result).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunReportView {
+    /// The run's id.
+    pub run_id: String,
+    /// The persona; null for the operator.
+    pub persona: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// Its server.
+    pub server: String,
+    /// How it ended.
+    pub outcome: OutcomeView,
+    /// The result: a skill's JSON output, or an MCP `CallToolResult`.
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    /// What went wrong, for every outcome but `ok`.
+    pub error: Option<String>,
+    /// The sandbox limit that stopped the call, if one did.
+    pub trap: Option<String>,
+    /// How long it took.
+    pub duration_ms: u64,
+}
+
+impl From<RunReport> for RunReportView {
+    fn from(r: RunReport) -> RunReportView {
+        RunReportView {
+            run_id: r.run_id,
+            persona: r.persona,
+            tool: r.tool,
+            server: r.server,
+            outcome: r.outcome.into(),
+            output: r.output,
+            error: r.error,
+            trap: r.trap.map(|t| t.to_string()),
+            duration_ms: r.duration_ms,
+        }
+    }
+}
+
+/// One audit event (never arguments, results or secrets).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EventView {
+    /// Unix milliseconds.
+    pub at_ms: i64,
+    /// `call`, `approval`, `server_enabled`, …
+    pub kind: String,
+    /// The run, for call and approval events.
+    pub run_id: Option<String>,
+    /// The persona; null for the operator.
+    pub persona: Option<String>,
+    /// The tool.
+    pub tool: Option<String>,
+    /// The server.
+    pub server: Option<String>,
+    /// The outcome.
+    pub outcome: Option<OutcomeView>,
+    /// How long the call took.
+    pub duration_ms: Option<i64>,
+    /// Extra fields (an error message, a decision, a trap reason).
+    #[schema(value_type = Object)]
+    pub detail: Value,
+}
+
+impl From<HostEvent> for EventView {
+    fn from(e: HostEvent) -> EventView {
+        EventView {
+            at_ms: e.at_ms,
+            kind: e.kind,
+            run_id: e.run_id,
+            persona: e.persona,
+            tool: e.tool,
+            server: e.server,
+            outcome: e.outcome.map(Into::into),
+            duration_ms: e.duration_ms,
+            detail: e.detail,
+        }
+    }
+}
+
+/// Which runs to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RunsQuery {
+    /// Only this persona's runs (`operator`: only the operator's).
+    pub persona: Option<String>,
+    /// Only runs with this outcome.
+    #[param(value_type = Option<OutcomeView>)]
+    pub status: Option<OutcomeView>,
+    /// Only runs of this tool.
+    pub tool: Option<String>,
+    /// At most this many, newest first (1 to 1000, default 100).
+    pub limit: Option<usize>,
+}
+
+/// How many events.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsQuery {
+    /// At most this many, newest first (1 to 1000, default 100).
+    pub limit: Option<usize>,
+}
+
+fn limit(given: Option<usize>) -> Result<usize, ApiError> {
+    match given {
+        None => Ok(DEFAULT_LIMIT),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::bad_request(format!(
+            "`limit` is {n}: use 1 to {MAX_LIMIT}"
+        ))),
+    }
+}
+
+/// The run `id`, or a 404.
+pub(super) fn existing(host: &Host, id: &str) -> Result<RunRecord, ApiError> {
+    host.run(id)?.ok_or_else(|| {
+        ApiError::not_found(format!("there is no run {id:?}: GET /api/runs lists runs"))
+    })
+}
+
+/// Lists runs, newest first.
+#[utoipa::path(
+    get,
+    path = "/runs",
+    operation_id = "runs_list",
+    tag = "runs",
+    params(RunsQuery),
+    responses(
+        (status = 200, description = "The runs", body = [RunView]),
+        (status = 400, description = "A filter is not valid", body = ErrorBody),
+    )
+)]
+pub(crate) async fn list(
+    _: AdminAuth,
+    State(st): State<AppState>,
+    QueryArgs(q): QueryArgs<RunsQuery>,
+) -> Result<Json<Vec<RunView>>, ApiError> {
+    let limit = limit(q.limit)?;
+    let operator_only = q.persona.as_deref() == Some("operator");
+    let filter = RunFilter {
+        persona: q.persona.filter(|p| p != "operator"),
+        operator_only,
+        tool: q.tool,
+        pending_only: false,
+        outcome: q.status.map(Into::into),
+        limit,
+    };
+    let host = st.host().clone();
+    blocking(move || {
+        Ok(Json(
+            host.runs(&filter)?.into_iter().map(Into::into).collect(),
+        ))
+    })
+    .await
+}
+
+/// One run.
+#[utoipa::path(
+    get,
+    path = "/runs/{run_id}",
+    operation_id = "runs_get",
+    tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    responses(
+        (status = 200, description = "The run", body = RunView),
+        (status = 404, description = "No such run", body = ErrorBody),
+    )
+)]
+pub(crate) async fn get(
+    _: AdminAuth,
+    State(st): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let host = st.host().clone();
+    blocking(move || Ok(Json(existing(&host, &id)?.into()))).await
+}
+
+/// Recorded events, newest first.
+#[utoipa::path(
+    get,
+    path = "/events",
+    operation_id = "runs_events",
+    tag = "runs",
+    params(EventsQuery),
+    responses(
+        (status = 200, description = "The events", body = [EventView]),
+        (status = 400, description = "`limit` out of range", body = ErrorBody),
+    )
+)]
+pub(crate) async fn events(
+    _: AdminAuth,
+    State(st): State<AppState>,
+    QueryArgs(q): QueryArgs<EventsQuery>,
+) -> Result<Json<Vec<EventView>>, ApiError> {
+    let limit = limit(q.limit)?;
+    let host = st.host().clone();
+    blocking(move || {
+        Ok(Json(
+            host.recent_events(limit)?
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+        ))
+    })
+    .await
+}

@@ -1,0 +1,506 @@
+//! The HTTP front: MCP over streamable HTTP at `/mcp`, one persona per
+//! bearer token, and the operator's `/api`.
+//!
+//! Routes:
+//!
+//! - `/mcp`: MCP streamable HTTP (both protocol eras, as
+//!   [`crate::McpFront`] serves them). The caller is the bearer token's
+//!   persona, or the operator for the admin token; each caller has its own
+//!   session table, so a session id is useless under another persona's
+//!   token.
+//! - `/api/…`: the operator's management API (see [`api_router`]; its
+//!   OpenAPI document at `/api/openapi.json`), admitted by [`AdminAuth`];
+//!   more routes are added with [`HttpServerBuilder::api`].
+//! - `/metrics`: the host's metrics in the Prometheus text format
+//!   ([`crate::Host::metrics_text`]), admitted by [`AdminAuth`].
+//! - `/healthz`: `{"status": "ok", "version": …}`, no authentication.
+//!
+//! `/mcp`, `/api` and `/metrics` check `Host` and `Origin` first
+//! ([`OriginPolicy`]: 403), then the token (401 with `WWW-Authenticate:
+//! Bearer`). The server binds to loopback unless told
+//! [`HttpServerBuilder::allow_remote`].
+//!
+//! Shutdown ([`HttpServer::run`]'s future resolves): stop accepting, answer
+//! new requests on open connections with 503, let in-flight MCP requests
+//! finish within the grace period, then end every MCP session and stream.
+
+mod api;
+mod auth;
+mod metrics;
+mod origin;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use bytes::Bytes;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
+
+pub use auth::AdminAuth;
+pub use origin::OriginPolicy;
+
+use crate::authority::{Caller, Host};
+use crate::front::mcp::McpFront;
+use crate::state::tokens::{ADMIN_TOKEN_FILE, token_digest};
+
+/// How long in-flight requests may run on after a shutdown begins, by
+/// default.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
+
+pub(crate) struct StateInner {
+    host: Host,
+    admin_digest: [u8; 32],
+    origin: OriginPolicy,
+    /// Whether fronts confirm by elicitation.
+    elicitation: bool,
+    /// One MCP service (and session table) per caller.
+    services: Mutex<HashMap<Option<String>, McpService>>,
+    /// Cancelled after the grace period: ends sessions and streams.
+    mcp_ct: CancellationToken,
+    /// Cancelled when shutdown begins.
+    stopping: CancellationToken,
+    /// In-flight MCP requests.
+    in_flight: TaskTracker,
+}
+
+/// The state every route gets: the host, and what authentication needs.
+/// Cheap to clone.
+///
+/// ```no_run
+/// # fn f(st: skillhost::AppState) { println!("{}", st.host().data_dir().display()); }
+/// ```
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<StateInner>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The host.
+    ///
+    /// ```no_run
+    /// # fn f(st: skillhost::AppState) { let _ = st.host().personas(); }
+    /// ```
+    pub fn host(&self) -> &Host {
+        &self.inner.host
+    }
+
+    fn service(&self, caller: &Caller) -> McpService {
+        let key = caller.persona_id().map(str::to_string);
+        let mut services = self
+            .inner
+            .services
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        services
+            .entry(key)
+            .or_insert_with(|| {
+                let front = McpFront::new(self.inner.host.clone(), caller.clone())
+                    .with_elicitation(self.inner.elicitation);
+                StreamableHttpService::new(
+                    move || Ok(front.clone()),
+                    Arc::new(LocalSessionManager::default()),
+                    // Host and Origin are checked before (origin.rs).
+                    StreamableHttpServerConfig::default()
+                        .disable_allowed_hosts()
+                        // 2026-07-28 (sessionless) requests answered with
+                        // one message get it as plain JSON, not an SSE
+                        // stream; one that sends progress or a request
+                        // first still streams. Legacy sessions stream.
+                        .with_json_response(true)
+                        .with_cancellation_token(self.inner.mcp_ct.child_token()),
+                )
+            })
+            .clone()
+    }
+}
+
+/// A response body that counts as an in-flight request until it is sent
+/// (or dropped).
+struct Tracked {
+    inner: Body,
+    _token: TaskTrackerToken,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+async fn mcp(State(st): State<AppState>, req: Request) -> Response {
+    let caller = match st.caller(req.headers()) {
+        Ok(c) => c,
+        Err(resp) => return resp,
+    };
+    // A POST carries a client message (a call); GET streams, DELETE and a
+    // 2026-07-28 `subscriptions/listen` (a POST that stays open for
+    // notifications) are not work to wait for at shutdown.
+    let listen = req
+        .headers()
+        .get("mcp-method")
+        .is_some_and(|m| m.as_bytes() == b"subscriptions/listen");
+    let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
+    let mut service = st.service(&caller);
+    let resp = match tower_service::Service::call(&mut service, req).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    let resp = resp.map(Body::new);
+    match token {
+        Some(token) => resp.map(|inner| {
+            Body::new(Tracked {
+                inner,
+                _token: token,
+            })
+        }),
+        None => resp,
+    }
+}
+
+async fn healthz() -> Response {
+    axum::Json(serde_json::json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response()
+}
+
+/// Refuses requests once shutdown began (503) and requests with a foreign
+/// `Host` or `Origin` (403).
+async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if st.inner.stopping.is_cancelled() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(serde_json::json!({"error": "the server is shutting down: retry later"})),
+        )
+            .into_response();
+    }
+    if let Err(message) = st.inner.origin.check(req.headers()) {
+        tracing::info!("refused a request: {message}");
+        return (
+            StatusCode::FORBIDDEN,
+            axum::Json(serde_json::json!({"error": message})),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// The operator routes every server has (paths relative to `/api`): the
+/// management API (skills, MCP servers, personas and grants, tools, runs,
+/// events, approvals, refs) and its OpenAPI document,
+/// `GET /api/openapi.json`. [`HttpServerBuilder::api`] adds more. The
+/// persona MCP grant routes answer 503 until the host's MCP manager is
+/// ready: build the host with [`crate::HostBuilder::connect_mcp`] (`skillhost
+/// serve --http` connects the servers in the background after binding).
+///
+/// ```
+/// let api = skillhost::api_router();
+/// ```
+pub fn api_router() -> Router<AppState> {
+    api::router()
+}
+
+/// Builds an [`HttpServer`].
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// let host = skillhost::HostBuilder::new("data").build().await?;
+/// let server = skillhost::HttpServerBuilder::new(host.clone(), "127.0.0.1:0".parse()?)
+///     .bind()
+///     .await?;
+/// println!("listening on http://{}", server.local_addr());
+/// server.run(async { let _ = tokio::signal::ctrl_c().await; }).await?;
+/// host.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HttpServerBuilder {
+    host: Host,
+    addr: SocketAddr,
+    allow_remote: bool,
+    allowed_hosts: Vec<String>,
+    grace: Duration,
+    elicitation: bool,
+    api: Router<AppState>,
+}
+
+impl HttpServerBuilder {
+    /// A server for `host` at `addr` (port 0: any free port).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) {
+    /// let b = skillhost::HttpServerBuilder::new(host, "127.0.0.1:8765".parse().unwrap());
+    /// # }
+    /// ```
+    pub fn new(host: Host, addr: SocketAddr) -> HttpServerBuilder {
+        HttpServerBuilder {
+            host,
+            addr,
+            allow_remote: false,
+            allowed_hosts: Vec::new(),
+            grace: DEFAULT_GRACE,
+            elicitation: true,
+            api: api_router(),
+        }
+    }
+
+    /// Allow an address that is not loopback (default: refused).
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) { let b = b.allow_remote(true); }
+    /// ```
+    pub fn allow_remote(mut self, yes: bool) -> HttpServerBuilder {
+        self.allow_remote = yes;
+        self
+    }
+
+    /// Another name clients may use in `Host`/`Origin` (a remote bind's
+    /// DNS name).
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) { let b = b.allowed_host("box.lan"); }
+    /// ```
+    pub fn allowed_host(mut self, name: impl Into<String>) -> HttpServerBuilder {
+        self.allowed_hosts.push(name.into());
+        self
+    }
+
+    /// How long in-flight requests may go on after shutdown begins
+    /// (default [`DEFAULT_GRACE`]).
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) { let b = b.grace_period(std::time::Duration::from_secs(3)); }
+    /// ```
+    pub fn grace_period(mut self, grace: Duration) -> HttpServerBuilder {
+        self.grace = grace;
+        self
+    }
+
+    /// Whether `/mcp` puts calls that need confirmation to the client's
+    /// user by elicitation where the client supports it (default: yes; see
+    /// [`McpFront::with_elicitation`]).
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) { let b = b.elicitation(false); }
+    /// ```
+    pub fn elicitation(mut self, yes: bool) -> HttpServerBuilder {
+        self.elicitation = yes;
+        self
+    }
+
+    /// Adds operator routes under `/api` (paths relative to it). They get
+    /// the same Host/Origin checks; take [`AdminAuth`] in each handler.
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) {
+    /// use axum::routing::get;
+    /// async fn personas(_: skillhost::AdminAuth,
+    ///     axum::extract::State(st): axum::extract::State<skillhost::AppState>) -> String {
+    ///     st.host().personas().map(|p| p.len().to_string()).unwrap_or_default()
+    /// }
+    /// let b = b.api(axum::Router::new().route("/personas/count", get(personas)));
+    /// # }
+    /// ```
+    pub fn api(mut self, routes: Router<AppState>) -> HttpServerBuilder {
+        self.api = self.api.merge(routes);
+        self
+    }
+
+    /// Binds the listener and makes the admin token if missing.
+    ///
+    /// ```no_run
+    /// # async fn f(b: skillhost::HttpServerBuilder) -> anyhow::Result<()> {
+    /// let server = b.bind().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn bind(self) -> anyhow::Result<HttpServer> {
+        if !self.addr.ip().is_loopback() && !self.allow_remote {
+            anyhow::bail!(
+                "{} is not a loopback address: serving beyond this machine needs \
+                 `--allow-remote` (and the network between the clients and this host is then \
+                 trusted with the bearer tokens, which travel unencrypted); use 127.0.0.1:PORT \
+                 to serve this machine only",
+                self.addr
+            );
+        }
+        let admin = self.host.admin_token()?;
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", self.addr))?;
+        let local_addr = listener.local_addr()?;
+        let state = AppState {
+            inner: Arc::new(StateInner {
+                host: self.host.clone(),
+                admin_digest: token_digest(&admin),
+                origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
+                services: Mutex::new(HashMap::new()),
+                elicitation: self.elicitation,
+                mcp_ct: CancellationToken::new(),
+                stopping: CancellationToken::new(),
+                in_flight: TaskTracker::new(),
+            }),
+        };
+        let guarded = Router::new()
+            .route("/mcp", any(mcp))
+            .route("/metrics", get(metrics::metrics))
+            .nest("/api", self.api)
+            .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
+        let router = Router::new()
+            .route("/healthz", get(healthz))
+            .merge(guarded)
+            .with_state(state.clone());
+        Ok(HttpServer {
+            listener,
+            local_addr,
+            state,
+            router,
+            grace: self.grace,
+            admin_token_path: self.host.data_dir().join(ADMIN_TOKEN_FILE),
+        })
+    }
+}
+
+/// A bound HTTP server, ready to [`run`](HttpServer::run).
+///
+/// ```no_run
+/// # fn f(s: &skillhost::HttpServer) { println!("{}", s.mcp_url()); }
+/// ```
+#[derive(Debug)]
+pub struct HttpServer {
+    listener: tokio::net::TcpListener,
+    local_addr: SocketAddr,
+    state: AppState,
+    router: Router,
+    grace: Duration,
+    admin_token_path: PathBuf,
+}
+
+impl HttpServer {
+    /// The address it listens on (the actual port when bound to port 0).
+    ///
+    /// ```no_run
+    /// # fn f(s: &skillhost::HttpServer) { println!("{}", s.local_addr().port()); }
+    /// ```
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The MCP endpoint's URL.
+    ///
+    /// ```no_run
+    /// # fn f(s: &skillhost::HttpServer) { assert!(s.mcp_url().ends_with("/mcp")); }
+    /// ```
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.local_addr)
+    }
+
+    /// The admin token file (the operator's bearer token).
+    ///
+    /// ```no_run
+    /// # fn f(s: &skillhost::HttpServer) { println!("{}", s.admin_token_path().display()); }
+    /// ```
+    pub fn admin_token_path(&self) -> &std::path::Path {
+        &self.admin_token_path
+    }
+
+    /// Serves until `shutdown` resolves, then shuts down gracefully (see
+    /// the module docs). The host itself is left running: call
+    /// [`Host::shutdown`] after.
+    ///
+    /// ```no_run
+    /// # async fn f(s: skillhost::HttpServer) -> anyhow::Result<()> {
+    /// s.run(std::future::pending()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let inner = self.state.inner.clone();
+        let stopping = inner.stopping.clone();
+        // TCP_NODELAY: an SSE answer ends with a chunk written after its
+        // first; under Nagle's algorithm that chunk would wait for the
+        // client's delayed ACK (40 ms) on every keep-alive request.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+            }
+        });
+        let serve = axum::serve(listener, self.router)
+            .with_graceful_shutdown(stopping.clone().cancelled_owned());
+        let mut server = tokio::spawn(async move { serve.await });
+        tokio::select! {
+            () = shutdown => {}
+            r = &mut server => {
+                return match r {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
+                    Err(e) => Err(anyhow::anyhow!("the HTTP server task failed: {e}")),
+                };
+            }
+        }
+        // Stop accepting; refuse new requests on open connections.
+        stopping.cancel();
+        inner.in_flight.close();
+        if tokio::time::timeout(self.grace, inner.in_flight.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} request(s) still running after the {:?} grace period: ending them",
+                inner.in_flight.len(),
+                self.grace
+            );
+        }
+        // End sessions and their streams, so every connection can close.
+        inner.mcp_ct.cancel();
+        match tokio::time::timeout(Duration::from_secs(3), &mut server).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(e))) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
+            Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server task failed: {e}")),
+            Err(_) => {
+                tracing::warn!("connections still open 3 s after the sessions ended: closing them");
+                server.abort();
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,861 @@
+//! The MCP server front: one persona's tools served to any MCP client.
+//!
+//! [`McpFront`] is an rmcp [`ServerHandler`] over a [`Host`] and a
+//! [`Caller`]. `tools/list` is the caller's `tool_specs()` with annotations
+//! from the registry's classification and output schemas; `tools/call`
+//! goes through [`Host::call`], the one call path (authorization, schemas,
+//! confirmation, limits, audit). Dual-era as rmcp's server is: the
+//! 2026-07-28 `server/discover` and the legacy `initialize` handshake.
+//!
+//! What a client sees:
+//!
+//! - a tool the caller may not use, or that does not exist: the JSON-RPC
+//!   error `-32602` (as for any unknown tool; a persona learns nothing about
+//!   tools it cannot see);
+//! - every other failure: a result with `isError: true` whose text says
+//!   what went wrong (`denied`, `timeout`, `trapped`, schema problems, an
+//!   MCP server's own error result passed through);
+//! - a call that needs confirmation: put to the client's user by
+//!   elicitation where the client supports it (`mcp_confirm`: an
+//!   `elicitation/create` request in a legacy session, an `input_required`
+//!   result in the 2026-07-28 era); otherwise, or when the user leaves it
+//!   undecided, an `isError` result that says `waiting_approval` and names
+//!   the run id to approve (`skillhost runs approve ID`), with
+//!   `structuredContent` `{status, run_id, expires_at_ms}`;
+//! - a success: `structuredContent` (a skill's JSON output, or an MCP
+//!   server's own) and the same JSON as text;
+//! - `notifications/tools/list_changed` when the caller's tools change
+//!   (grants, skills, servers, in this or another process), checked every
+//!   [`LIST_CHANGED_POLL`]: to the session after a legacy `initialize`, and
+//!   on each `subscriptions/listen` stream in the 2026-07-28 era.
+//!
+//! Cancelling a request (`notifications/cancelled`) cancels the call: it
+//! interrupts the WASM call or cancels the downstream MCP request. A
+//! request with a `progressToken` gets the downstream MCP server's
+//! progress notifications, passed through under that token.
+//!
+//! Skills (see `mcp_skills`): the caller's skills through the Skills
+//! extension (`io.modelcontextprotocol/skills`: `skills/list`,
+//! `skills/get`, and `resources/read` of `skill://<name>/...`), each
+//! skill's `SKILL.md` in `resources/list`, and each skill's instructions as
+//! a prompt (`prompts/list`, `prompts/get`) for clients without the
+//! extension. A URI or prompt the caller cannot see is `-32602`, as for one
+//! that does not exist. `notifications/prompts/list_changed` and
+//! `notifications/resources/list_changed` follow the caller's skills as
+//! the tools notification follows its tools.
+
+pub(crate) mod confirm;
+pub(crate) mod skills;
+
+use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use serde_json::{Value, json};
+
+use rmcp::model::ProgressNotificationParam;
+use skillhost_mcp::Progress;
+use tokio::sync::mpsc;
+
+use crate::authority::{CallRequest, Caller, Host, RunReport};
+use crate::registry::SkillInfo;
+use crate::registry::{SKILL_SERVER_PREFIX, ToolSpec};
+use crate::state::runs::Outcome;
+use confirm::{Decision, ElicitMode, elicit_mode};
+use skills::{ServedSkill, page, skill_md_uri, skill_of_uri, unknown_uri};
+
+/// How often a session checks whether its caller's tools changed.
+pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
+
+/// An MCP server over a [`Host`] for one caller (a persona, or the
+/// operator).
+///
+/// ```no_run
+/// # async fn f() -> anyhow::Result<()> {
+/// use rmcp::ServiceExt;
+/// let host = skillhost::HostBuilder::new("data").build().await?;
+/// let front = skillhost::McpFront::new(host.clone(), skillhost::Caller::persona("support"));
+/// let running = front.serve(rmcp::transport::stdio()).await?;
+/// running.waiting().await?;
+/// host.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpFront {
+    host: Host,
+    caller: Caller,
+    /// Ask the client's user to confirm waiting calls (see `mcp_confirm`).
+    elicitation: bool,
+    /// The caller's tools as MCP tools, shared by the clones of this front.
+    tools: Arc<std::sync::Mutex<ToolCache>>,
+}
+
+/// The MCP tools made from one tool list ([`Host::tool_specs`] hands out
+/// the same list until the state changes), so that rmcp's `get_tool` on
+/// every HTTP request (the check of `Mcp-Param-*` headers) is a lookup.
+#[derive(Default)]
+struct ToolCache {
+    specs: Option<Arc<[Arc<ToolSpec>]>>,
+    tools: Arc<[Tool]>,
+}
+
+impl std::fmt::Debug for McpFront {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpFront")
+            .field("caller", &self.caller)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpFront {
+    /// A front serving `caller`'s tools from `host`.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) {
+    /// let front = skillhost::McpFront::new(host, skillhost::Caller::Operator);
+    /// # }
+    /// ```
+    pub fn new(host: Host, caller: Caller) -> McpFront {
+        McpFront {
+            host,
+            caller,
+            elicitation: true,
+            tools: Arc::default(),
+        }
+    }
+
+    /// Whether a call that needs confirmation is put to the client's user
+    /// by elicitation, where the client supports it (default: yes). With
+    /// `false` only an operator decides (`skillhost runs approve`), and the
+    /// client always gets the `waiting_approval` result.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) {
+    /// let front = skillhost::McpFront::new(host, skillhost::Caller::persona("support"))
+    ///     .with_elicitation(false);
+    /// # }
+    /// ```
+    pub fn with_elicitation(mut self, yes: bool) -> McpFront {
+        self.elicitation = yes;
+        self
+    }
+
+    fn specs(&self) -> Result<Arc<[Arc<ToolSpec>]>, ErrorData> {
+        self.host
+            .tool_specs(self.caller.persona_id())
+            .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+    }
+
+    /// The caller's tools as MCP tools (see [`ToolCache`]).
+    fn tools(&self) -> Result<Arc<[Tool]>, ErrorData> {
+        Ok(self.cached_tools(self.specs()?))
+    }
+
+    /// The MCP tools of `specs`, made once per list (see [`ToolCache`]).
+    fn cached_tools(&self, specs: Arc<[Arc<ToolSpec>]>) -> Arc<[Tool]> {
+        let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        if !cache.specs.as_ref().is_some_and(|s| Arc::ptr_eq(s, &specs)) {
+            cache.tools = specs.iter().filter_map(|s| mcp_tool(s)).collect();
+            cache.specs = Some(specs);
+        }
+        cache.tools.clone()
+    }
+
+    fn skills(&self) -> Result<Vec<SkillInfo>, ErrorData> {
+        crate::front::mcp::skills::visible_skills(&self.host, &self.caller)
+            .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+    }
+
+    /// One page of the caller's skills served as MCP skills (skills that
+    /// cannot be are left out, with a warning in the log), and the next
+    /// page's cursor.
+    async fn skill_page(
+        &self,
+        request: Option<PaginatedRequestParams>,
+    ) -> Result<(Vec<ServedSkill>, Option<String>), ErrorData> {
+        let skills: Vec<SkillInfo> = self
+            .skills()?
+            .into_iter()
+            .filter(|s| crate::front::mcp::skills::servable_name(&s.entry.name))
+            .collect();
+        let cursor = request.and_then(|r| r.cursor);
+        let (skills, next) = page(skills, |s| s.entry.name.as_str(), cursor.as_deref());
+        let host = self.host.clone();
+        let served = tokio::task::spawn_blocking(move || {
+            skills
+                .iter()
+                .filter_map(|info| match ServedSkill::new(host.data(), info) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("listing skills failed: {e}"), None))?;
+        Ok((served, next))
+    }
+
+    /// The caller's skill of a `skill://` URI, served; `-32602` when the
+    /// caller cannot see it.
+    async fn served_skill(&self, uri: &str) -> Result<ServedSkill, ErrorData> {
+        let name = skill_of_uri(uri).ok_or_else(|| unknown_uri(uri))?;
+        let info = self
+            .skills()?
+            .into_iter()
+            .find(|s| s.entry.name == name)
+            .ok_or_else(|| unknown_uri(uri))?;
+        let host = self.host.clone();
+        tokio::task::spawn_blocking(move || ServedSkill::new(host.data(), &info))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("reading the skill failed: {e}"), None))?
+            .map_err(|e| ErrorData::internal_error(e, None))
+    }
+}
+
+/// The MCP `Tool` for a registry entry.
+impl McpFront {
+    /// Asks a legacy session's user to confirm `report`'s waiting run with
+    /// `elicitation/create`, and decides the run by the answer.
+    async fn confirm_in_session(
+        &self,
+        report: RunReport,
+        args: &Value,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> CallToolResult {
+        let limit = confirm::wait_limit(report.expires_at_ms, crate::state::runs::now_ms());
+        let asked = context
+            .peer
+            .create_elicitation_with_timeout(confirm::confirm_params(&report, args), Some(limit));
+        let answer = tokio::select! {
+            a = asked => a,
+            _ = context.ct.cancelled() => return call_result(report),
+        };
+        let decision = match answer {
+            Ok(result) => confirm::decision(&result),
+            Err(e) => {
+                tracing::debug!(run = %report.run_id, "confirmation by elicitation failed: {e}");
+                Decision::Undecided(format!("the client did not answer the confirmation: {e}"))
+            }
+        };
+        self.decide(&report.run_id, decision, context, progress, || {
+            call_result(report.clone())
+        })
+        .await
+    }
+
+    /// A 2026-07-28 retry: the user's answer in `inputResponses` decides the
+    /// run `state` names.
+    async fn resume_confirmation(
+        &self,
+        state: &str,
+        responses: Option<&std::collections::BTreeMap<String, Value>>,
+        tool: &str,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let run = if state.len() <= 128 {
+            self.host
+                .run(state)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+        } else {
+            None
+        };
+        confirm::check_resumable(state, run.as_ref(), &self.caller, tool)?;
+        let run_id = state.to_string();
+        let tool = tool.to_string();
+        let expires_at_ms = run.and_then(|r| r.expires_at_ms);
+        let decision = confirm::decision_of_responses(responses);
+        Ok(self
+            .decide(&run_id, decision, context, progress, || {
+                waiting_result(&tool, &run_id, expires_at_ms)
+            })
+            .await)
+    }
+
+    /// Approves or denies `run_id` as the user answered; `waiting` is the
+    /// result when the answer decided nothing.
+    async fn decide(
+        &self,
+        run_id: &str,
+        decision: Decision,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        waiting: impl FnOnce() -> CallToolResult,
+    ) -> CallToolResult {
+        match decision {
+            Decision::Approve => match self
+                .host
+                .approve_with(run_id, Some(context.ct.clone()), progress)
+                .await
+            {
+                Ok(report) => call_result(report),
+                Err(e) => text_result(
+                    format!("not run: {e}"),
+                    Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
+                    true,
+                ),
+            },
+            Decision::Deny => match self.host.deny(run_id) {
+                Ok(_) => text_result(
+                    format!("denied: the user declined to run it (run {run_id})"),
+                    Some(json!({"status": "denied", "run_id": run_id})),
+                    true,
+                ),
+                Err(e) => text_result(
+                    format!("not run: {e}"),
+                    Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
+                    true,
+                ),
+            },
+            Decision::Undecided(why) => {
+                tracing::debug!(run = %run_id, "confirmation undecided: {why}");
+                waiting()
+            }
+        }
+    }
+}
+
+/// A channel whose progress goes to the client as `notifications/progress`
+/// for the request's progress token; `None` when the request asked for no
+/// progress. The forwarding task ends when the call drops the sender.
+fn progress_sink(context: &RequestContext<RoleServer>) -> Option<mpsc::UnboundedSender<Progress>> {
+    let token = context.meta.get_progress_token()?;
+    let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
+    let peer = context.peer.clone();
+    tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+            param.total = p.total;
+            param.message = p.message;
+            if peer.notify_progress(param).await.is_err() {
+                break;
+            }
+        }
+    });
+    Some(tx)
+}
+
+fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
+    let skill = spec.server.starts_with(SKILL_SERVER_PREFIX);
+    let mut tool = json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": spec.input_schema,
+        "annotations": {
+            "readOnlyHint": !spec.mutates_data,
+            "destructiveHint": spec.mutates_data,
+            // Skills run sandboxed with no network; MCP servers reach
+            // whatever they reach.
+            "openWorldHint": !skill,
+        },
+    });
+    if let Some(out) = &spec.output_schema {
+        tool["outputSchema"] = out.clone();
+    }
+    serde_json::from_value(tool).ok()
+}
+
+fn text_result(text: String, structured: Option<Value>, is_error: bool) -> CallToolResult {
+    let mut result = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = structured;
+    result
+}
+
+/// The `isError` result of a run waiting for approval.
+fn waiting_result(tool: &str, run_id: &str, expires_at_ms: Option<i64>) -> CallToolResult {
+    let text = format!(
+        "waiting_approval: `{tool}` needs confirmation; run {run_id} waits until an operator \
+         approves it (`skillhost runs approve {run_id}`) or denies it"
+    );
+    text_result(
+        text,
+        Some(json!({
+            "status": "waiting_approval",
+            "run_id": run_id,
+            "expires_at_ms": expires_at_ms,
+        })),
+        true,
+    )
+}
+
+/// The MCP result for a run.
+fn call_result(report: RunReport) -> CallToolResult {
+    let skill = report.server.starts_with(SKILL_SERVER_PREFIX);
+    match report.outcome {
+        Outcome::Ok => match report.output {
+            // An MCP server's result, passed through as it came.
+            Some(out) if !skill => serde_json::from_value::<CallToolResult>(out.clone())
+                .unwrap_or_else(|_| text_result(out.to_string(), None, false)),
+            Some(out) => {
+                let text = out.to_string();
+                let structured = out.is_object().then_some(out);
+                text_result(text, structured, false)
+            }
+            None => text_result(String::new(), None, false),
+        },
+        Outcome::WaitingApproval => {
+            waiting_result(&report.tool, &report.run_id, report.expires_at_ms)
+        }
+        outcome => {
+            // An MCP server's own error result keeps its content.
+            if !skill
+                && outcome == Outcome::Error
+                && let Some(out) = &report.output
+                && let Ok(mut result) = serde_json::from_value::<CallToolResult>(out.clone())
+            {
+                result.is_error = Some(true);
+                return result;
+            }
+            let error = report.error.unwrap_or_else(|| outcome.to_string());
+            text_result(
+                format!("{outcome}: {error}"),
+                Some(
+                    json!({"status": outcome.to_string(), "run_id": report.run_id, "error": error}),
+                ),
+                true,
+            )
+        }
+    }
+}
+
+/// A fingerprint of a tool list, to tell whether it changed.
+fn fingerprint(specs: &[Arc<ToolSpec>]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for s in specs {
+        s.name.hash(&mut h);
+        s.description.hash(&mut h);
+        s.requires_confirmation.hash(&mut h);
+        s.mutates_data.hash(&mut h);
+        s.input_schema.to_string().hash(&mut h);
+        s.output_schema.as_ref().map(Value::to_string).hash(&mut h);
+    }
+    h.finish()
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_skills()
+                .build(),
+        );
+        info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(match self.caller.persona_id() {
+            Some(p) => format!("Tools of persona `{p}`, run sandboxed by skillhost."),
+            None => "Every tool registered in this skillhost, as the operator.".to_string(),
+        });
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()?.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // rmcp asks on every HTTP request (the `Mcp-Param-*` headers
+        // check): the tools as last read answer without a state read; only
+        // a tool missing there is looked up on fresh state.
+        if let Some(specs) = self.host.tool_specs_last_read(self.caller.persona_id())
+            && let Some(tool) = self.cached_tools(specs).iter().find(|t| t.name == name)
+        {
+            return Some(tool.clone());
+        }
+        self.tools().ok()?.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name: Cow<'_, str> = request.name.clone();
+        // A tool listed as last read goes straight to the call, which reads
+        // the state fresh and authorizes on it; any other name is looked up
+        // on fresh state before it is called unknown.
+        let listed = |specs: &[Arc<ToolSpec>]| specs.iter().any(|s| s.name == name);
+        let known = match self.host.tool_specs_last_read(self.caller.persona_id()) {
+            Some(specs) if listed(&specs) => true,
+            _ => listed(&self.specs()?),
+        };
+        if !known {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`",
+                    crate::escape::escape_control(&name, 128, false)
+                ),
+                None,
+            ));
+        }
+        let progress = progress_sink(&context);
+        if let Some(state) = &request.request_state {
+            // A 2026-07-28 retry with the user's answer to a confirmation.
+            return self
+                .resume_confirmation(
+                    state,
+                    request.input_responses.as_ref(),
+                    &name,
+                    &context,
+                    progress,
+                )
+                .await
+                .map(Into::into);
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let req = CallRequest {
+            cancel: Some(context.ct.clone()),
+            progress: progress.clone(),
+            ..Default::default()
+        };
+        let report = self
+            .host
+            .call(&self.caller, &name, args.clone(), &req)
+            .await;
+        if report.outcome != Outcome::WaitingApproval || !self.elicitation {
+            return Ok(call_result(report).into());
+        }
+        match elicit_mode(&context) {
+            ElicitMode::Unsupported => Ok(call_result(report).into()),
+            ElicitMode::InputRequired => Ok(confirm::input_required(&report, &args).into()),
+            ElicitMode::Request => Ok(self
+                .confirm_in_session(report, &args, &context, progress)
+                .await
+                .into()),
+        }
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let (served, next) = self.skill_page(request).await?;
+        let mut result =
+            ListSkillsResult::with_all_items(served.into_iter().map(|s| s.entry).collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let uri = request.uri;
+        // Only the SKILL.md URI names a skill.
+        if skill_of_uri(&uri).is_none_or(|name| skill_md_uri(name) != uri) {
+            return Err(unknown_uri(&uri));
+        }
+        Ok(GetSkillResult::new(self.served_skill(&uri).await?.entry))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (served, next) = self.skill_page(request).await?;
+        let mut result =
+            ListResourcesResult::with_all_items(served.iter().map(ServedSkill::resource).collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let skill = self.served_skill(&uri).await?;
+        let host = self.host.clone();
+        let read_uri = uri.clone();
+        let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("reading {uri} failed: {e}"), None))?;
+        match read {
+            None => Err(unknown_uri(&uri)),
+            Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
+            Some(Ok(result)) => Ok(result.into()),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let cursor = request.and_then(|r| r.cursor);
+        let (skills, next) = page(self.skills()?, |s| s.entry.name.as_str(), cursor.as_deref());
+        let mut result = ListPromptsResult::with_all_items(
+            skills
+                .iter()
+                .filter_map(|s| {
+                    let m = s.manifest.as_ref()?;
+                    Some(Prompt::new(&s.entry.name, Some(&m.description), None))
+                })
+                .collect(),
+        );
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let skills = self.skills()?;
+        let Some(m) = skills
+            .iter()
+            .find(|s| s.entry.name == request.name)
+            .and_then(|s| s.manifest.as_ref())
+        else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt `{}`; `prompts/list` shows the prompts (one per skill) \
+                     this client may use",
+                    crate::escape::escape_control(&request.name, 128, false)
+                ),
+                None,
+            ));
+        };
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            crate::front::mcp::skills::prompt_text(m),
+        )])
+        .with_description(&m.description)
+        .into())
+    }
+
+    /// Legacy era (after `initialize`): notifications go to the session.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let front = self.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            let mut watch = ListWatch::new(&front);
+            loop {
+                tokio::time::sleep(LIST_CHANGED_POLL).await;
+                if peer.is_transport_closed() {
+                    break;
+                }
+                let (tools, skills) = watch.changed(&front);
+                if tools && peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+                if skills
+                    && (peer.notify_prompt_list_changed().await.is_err()
+                        || peer.notify_resource_list_changed().await.is_err())
+                {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// 2026-07-28 era: `subscriptions/listen` for tool, prompt and resource
+    /// list changes (rmcp keeps what was both asked for and advertised).
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let accepted = context.accepted().clone();
+        let wants = |f: Option<bool>| f == Some(true);
+        let mut watch = ListWatch::new(self);
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(LIST_CHANGED_POLL) => {}
+            }
+            let (tools, skills) = watch.changed(self);
+            let sink = context.sink();
+            if tools
+                && wants(accepted.tools_list_changed)
+                && sink.notify_tool_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+            if skills
+                && wants(accepted.prompts_list_changed)
+                && sink.notify_prompt_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+            if skills
+                && wants(accepted.resources_list_changed)
+                && sink.notify_resource_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Tells whether a caller's tools, and its skills, changed since the last
+/// look.
+struct ListWatch {
+    tools: Option<u64>,
+    skills: Option<u64>,
+}
+
+impl ListWatch {
+    fn new(front: &McpFront) -> ListWatch {
+        ListWatch {
+            tools: front.specs().map(|s| fingerprint(&s)).ok(),
+            skills: front
+                .skills()
+                .map(|s| crate::front::mcp::skills::fingerprint(&s))
+                .ok(),
+        }
+    }
+
+    /// (tools changed, skills changed).
+    fn changed(&mut self, front: &McpFront) -> (bool, bool) {
+        fn seen(last: &mut Option<u64>, now: Option<u64>) -> bool {
+            if now.is_none() || now == *last {
+                return false;
+            }
+            *last = now;
+            true
+        }
+        let tools = seen(&mut self.tools, front.specs().map(|s| fingerprint(&s)).ok());
+        let skills = seen(
+            &mut self.skills,
+            front
+                .skills()
+                .map(|s| crate::front::mcp::skills::fingerprint(&s))
+                .ok(),
+        );
+        (tools, skills)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, server: &str, mutates: bool) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            specialist: "general_worker".into(),
+            tool: name.into(),
+            requires_confirmation: mutates,
+            mutates_data: mutates,
+            server: server.into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: Some(json!({"type": "object"})),
+        }
+    }
+
+    fn report(outcome: Outcome, server: &str, output: Option<Value>) -> RunReport {
+        RunReport {
+            run_id: "run_1".into(),
+            persona: Some("p".into()),
+            tool: "t.x".into(),
+            server: server.into(),
+            outcome,
+            output,
+            error: (outcome != Outcome::Ok).then(|| "what went wrong".into()),
+            trap: None,
+            duration_ms: 1,
+            expires_at_ms: None,
+        }
+    }
+
+    #[test]
+    fn tools_carry_annotations_and_output_schemas() {
+        let t = mcp_tool(&spec("text.word_count", "skill:text-tools", false)).expect("tool");
+        let v = serde_json::to_value(&t).expect("json");
+        assert_eq!(v["annotations"]["readOnlyHint"], true);
+        assert_eq!(v["annotations"]["destructiveHint"], false);
+        assert_eq!(v["annotations"]["openWorldHint"], false);
+        assert_eq!(v["outputSchema"], json!({"type": "object"}));
+        let t = mcp_tool(&spec("srv.write", "srv", true)).expect("tool");
+        let v = serde_json::to_value(&t).expect("json");
+        assert_eq!(v["annotations"]["readOnlyHint"], false);
+        assert_eq!(v["annotations"]["destructiveHint"], true);
+        assert_eq!(v["annotations"]["openWorldHint"], true);
+    }
+
+    #[test]
+    fn results_map_outcomes() {
+        let ok = call_result(report(
+            Outcome::Ok,
+            "skill:text-tools",
+            Some(json!({"words": 2})),
+        ));
+        assert_eq!(ok.is_error, Some(false));
+        assert_eq!(ok.structured_content, Some(json!({"words": 2})));
+        let v = serde_json::to_value(&ok).expect("json");
+        assert_eq!(v["content"][0]["text"], r#"{"words":2}"#);
+
+        let wait = call_result(report(Outcome::WaitingApproval, "srv", None));
+        assert_eq!(wait.is_error, Some(true));
+        let v = serde_json::to_value(&wait).expect("json");
+        assert!(
+            v["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("waiting_approval") && t.contains("run_1")),
+            "{v}"
+        );
+        assert_eq!(v["structuredContent"]["run_id"], "run_1");
+
+        let denied = call_result(report(Outcome::Denied, "skill:x", None));
+        assert_eq!(denied.is_error, Some(true));
+
+        let passthrough =
+            json!({"content": [{"type": "text", "text": "from the server"}], "isError": true});
+        let e = call_result(report(Outcome::Error, "srv", Some(passthrough)));
+        let v = serde_json::to_value(&e).expect("json");
+        assert_eq!(v["content"][0]["text"], "from the server");
+        assert_eq!(v["isError"], true);
+    }
+
+    #[test]
+    fn fingerprints_change_with_the_list() {
+        let a = vec![Arc::new(spec("a.x", "skill:a", false))];
+        let mut b = a.clone();
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        b.push(Arc::new(spec("b.x", "skill:b", false)));
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+    }
+}

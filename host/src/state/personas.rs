@@ -1,0 +1,229 @@
+//! Personas and their skill grants, in the database.
+//!
+//! A persona is an id (`[a-z0-9][a-z0-9_-]{0,63}`, never `*`) and a
+//! description. It sees nothing until an operator grants it something:
+//! skills here (`skill_grants`), MCP servers through the servers'
+//! `allowed_persona_ids` in `mcp_servers.json`.
+
+use rusqlite::params;
+use serde::Serialize;
+
+use crate::state::{Store, now};
+
+/// One persona.
+///
+/// ```
+/// let p = skillhost::Persona { id: "support".into(), description: String::new(), created_at: 0 };
+/// assert_eq!(serde_json::to_value(&p).unwrap()["id"], "support");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Persona {
+    /// The persona's id.
+    pub id: String,
+    /// What the persona is for.
+    pub description: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// Whether `id` is a valid persona id: 1 to 64 of `a-z`, `0-9`, `_`, `-`,
+/// starting with a letter or digit.
+///
+/// ```
+/// assert!(skillhost::valid_persona_id("support_bot"));
+/// assert!(!skillhost::valid_persona_id("*"));
+/// assert!(!skillhost::valid_persona_id("Ana"));
+/// ```
+pub fn valid_persona_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+}
+
+/// The message for an invalid persona id.
+pub(crate) fn invalid_persona_id(id: &str) -> String {
+    format!(
+        "{:?} is not a valid persona id: use 1 to 64 of a-z, 0-9, `_` and `-`, starting with a \
+         letter or digit (`*` means every persona and is only valid in MCP grants)",
+        crate::escape::escape_control(id, 80, false)
+    )
+}
+
+impl Store {
+    /// Every persona, sorted by id.
+    pub fn personas(&self) -> rusqlite::Result<Vec<Persona>> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT id, description, created_at FROM personas ORDER BY id")?;
+        stmt.query_map([], |r| {
+            Ok(Persona {
+                id: r.get(0)?,
+                description: r.get(1)?,
+                created_at: r.get(2)?,
+            })
+        })?
+        .collect()
+    }
+
+    /// The ids of every persona, sorted.
+    pub fn persona_ids(&self) -> rusqlite::Result<Vec<String>> {
+        Ok(self.personas()?.into_iter().map(|p| p.id).collect())
+    }
+
+    /// Whether the persona exists.
+    pub fn persona_exists(&self, id: &str) -> rusqlite::Result<bool> {
+        self.conn()
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM personas WHERE id = ?1)")?
+            .query_row(params![id], |r| r.get(0))
+    }
+
+    /// Adds a persona; false if it already existed.
+    pub fn add_persona(&self, id: &str, description: &str) -> rusqlite::Result<bool> {
+        let n = self.conn().execute(
+            "INSERT INTO personas (id, description, created_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO NOTHING",
+            params![id, description, now()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Removes a persona and its skill grants; false if it did not exist.
+    pub fn remove_persona(&self, id: &str) -> rusqlite::Result<bool> {
+        let n = self
+            .conn()
+            .execute("DELETE FROM personas WHERE id = ?1", params![id])?;
+        Ok(n == 1)
+    }
+
+    /// Grants (`on`) or revokes a skill for a persona. Returns whether
+    /// anything changed.
+    pub fn set_skill_grant(&self, persona: &str, skill: &str, on: bool) -> rusqlite::Result<bool> {
+        let n = if on {
+            self.conn().execute(
+                "INSERT INTO skill_grants (persona, skill) VALUES (?1, ?2)
+                 ON CONFLICT DO NOTHING",
+                params![persona, skill],
+            )?
+        } else {
+            self.conn().execute(
+                "DELETE FROM skill_grants WHERE persona = ?1 AND skill = ?2",
+                params![persona, skill],
+            )?
+        };
+        Ok(n == 1)
+    }
+
+    /// Every `(persona, skill)` grant, sorted.
+    pub fn skill_grants(&self) -> rusqlite::Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT persona, skill FROM skill_grants ORDER BY persona, skill")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+    }
+
+    /// The discovered tool definitions of every server, as stored JSON.
+    pub fn mcp_tool_definitions(&self) -> rusqlite::Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT server, definition FROM mcp_tools ORDER BY server, name")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+    }
+
+    /// Replaces the stored tool definitions of `server` (name → JSON) in
+    /// one transaction; rows that did not change are left alone so the
+    /// generation moves only on a real change.
+    pub fn replace_mcp_tools(
+        &mut self,
+        server: &str,
+        tools: &[(String, String)],
+    ) -> rusqlite::Result<()> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let stored: Vec<(String, String)> = {
+            let mut stmt =
+                tx.prepare("SELECT name, definition FROM mcp_tools WHERE server = ?1")?;
+            stmt.query_map(params![server], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        for (name, _) in &stored {
+            if !tools.iter().any(|(n, _)| n == name) {
+                tx.execute(
+                    "DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2",
+                    params![server, name],
+                )?;
+            }
+        }
+        for (name, def) in tools {
+            if stored.iter().any(|(n, d)| n == name && d == def) {
+                continue;
+            }
+            tx.execute(
+                "INSERT INTO mcp_tools (server, name, definition) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (server, name) DO UPDATE SET definition = excluded.definition",
+                params![server, name, def],
+            )?;
+        }
+        tx.commit()
+    }
+
+    /// Forgets the stored tools of a removed server.
+    pub fn forget_mcp_server(&self, server: &str) -> rusqlite::Result<()> {
+        self.conn()
+            .execute("DELETE FROM mcp_tools WHERE server = ?1", params![server])?;
+        self.conn().execute(
+            "DELETE FROM mcp_tool_pins WHERE server = ?1",
+            params![server],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persona_ids() {
+        for ok in ["a", "support", "ops-2", "x_y", "0"] {
+            assert!(valid_persona_id(ok), "{ok}");
+        }
+        let long = "a".repeat(65);
+        for bad in ["", "*", "Ana", "-a", "_a", "a b", "a/b", "é", long.as_str()] {
+            assert!(!valid_persona_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn personas_grants_and_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(dir.path()).unwrap();
+        let g0 = s.generation().unwrap();
+        assert!(s.add_persona("ana", "").unwrap());
+        assert!(!s.add_persona("ana", "").unwrap());
+        assert!(s.set_skill_grant("ana", "text-tools", true).unwrap());
+        assert!(!s.set_skill_grant("ana", "text-tools", true).unwrap());
+        let g1 = s.generation().unwrap();
+        assert!(g1 > g0);
+        assert_eq!(
+            s.skill_grants().unwrap(),
+            vec![("ana".to_string(), "text-tools".to_string())]
+        );
+        // Unchanged tool definitions do not move the generation.
+        let defs = vec![("t".to_string(), "{}".to_string())];
+        s.replace_mcp_tools("srv", &defs).unwrap();
+        let g2 = s.generation().unwrap();
+        s.replace_mcp_tools("srv", &defs).unwrap();
+        assert_eq!(s.generation().unwrap(), g2);
+        // Removing the persona removes its grants.
+        assert!(s.remove_persona("ana").unwrap());
+        assert!(s.skill_grants().unwrap().is_empty());
+        // A grant to a missing persona is refused by the foreign key.
+        assert!(s.set_skill_grant("nobody", "x", true).is_err());
+    }
+}

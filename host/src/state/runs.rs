@@ -1,0 +1,722 @@
+//! Runs (one per call), their audit events, and the writer that records
+//! them without putting a disk flush on every call's path.
+//!
+//! A run that stops in `waiting_approval` is written synchronously (another
+//! process may approve it); every other run and every event goes through
+//! [`EventWriter`]: a thread that writes whatever has queued in one
+//! transaction, so a kill -9 loses at most the last batch and never leaves
+//! half of one. It commits at most once per [`GROUP_COMMIT`]: a write
+//! arriving sooner after the last commit waits for the rest of that
+//! interval and is committed with whatever joined it, so a burst of calls
+//! pays one disk flush, not one each; a write after a quiet moment is
+//! committed at once. [`EventWriter::flush`] waits until everything queued
+//! so far is on disk (at most the rest of an interval longer).
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use crate::state::Store;
+
+/// How a run ended (or where it stands).
+///
+/// ```
+/// assert_eq!(skillhost::Outcome::WaitingApproval.as_str(), "waiting_approval");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool returned a valid result.
+    Ok,
+    /// The tool (or validation) failed.
+    Error,
+    /// The call ran out of time (an MCP timeout or a sandbox deadline).
+    Timeout,
+    /// Not authorized, refused by the operator, or its approval expired.
+    Denied,
+    /// Stopped until an operator approves or denies it.
+    WaitingApproval,
+    /// Approved and executing.
+    Running,
+    /// The sandbox stopped the component (fuel, memory, stack, panic, …).
+    Trapped,
+}
+
+impl Outcome {
+    /// The outcome as spelled in JSON and the database.
+    ///
+    /// ```
+    /// assert_eq!(skillhost::Outcome::Trapped.as_str(), "trapped");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Timeout => "timeout",
+            Outcome::Denied => "denied",
+            Outcome::WaitingApproval => "waiting_approval",
+            Outcome::Running => "running",
+            Outcome::Trapped => "trapped",
+        }
+    }
+
+    fn parse(s: &str) -> Outcome {
+        match s {
+            "ok" => Outcome::Ok,
+            "timeout" => Outcome::Timeout,
+            "denied" => Outcome::Denied,
+            "waiting_approval" => Outcome::WaitingApproval,
+            "running" => Outcome::Running,
+            "trapped" => Outcome::Trapped,
+            _ => Outcome::Error,
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One run as recorded.
+///
+/// ```no_run
+/// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+/// for run in host.runs(&Default::default())? {
+///     println!("{} {} {} {}", run.run_id, run.tool, run.outcome, run.duration_ms.unwrap_or(0));
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// The run's id.
+    pub run_id: String,
+    /// The run that invoked this one through `host.invoke`, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// The persona, or `None` for the operator.
+    pub persona: Option<String>,
+    /// The registered tool name.
+    pub tool: String,
+    /// `skill:<name>` or the MCP server.
+    pub server: String,
+    /// Where it stands.
+    pub outcome: Outcome,
+    /// `pending`, `approved`, `denied` or `expired` for calls that needed
+    /// confirmation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// The arguments, kept while approval is pending and for the record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<serde_json::Value>,
+    /// Refs passed to the call.
+    pub input_refs: Vec<String>,
+    /// The error, for runs that did not end `ok`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Unix milliseconds.
+    pub created_at_ms: i64,
+    /// Unix milliseconds of the last change.
+    pub updated_at_ms: i64,
+    /// Until when an approval is accepted (Unix ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<i64>,
+    /// How long the call took.
+    pub duration_ms: Option<i64>,
+}
+
+/// Which runs to list.
+///
+/// ```
+/// let f = skillhost::RunFilter { tool: Some("text.word_count".into()), limit: 10, ..Default::default() };
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only this persona (`Some("operator")` is not special: use
+    /// `operator_only`).
+    pub persona: Option<String>,
+    /// Only the operator's runs.
+    pub operator_only: bool,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only runs waiting for approval.
+    pub pending_only: bool,
+    /// Only runs with this outcome.
+    pub outcome: Option<Outcome>,
+    /// At most this many, newest first (0: 100).
+    pub limit: usize,
+}
+
+/// One audit event, as recorded and as streamed by `Host::events`.
+///
+/// Never holds arguments, results or secrets: only who called what, where,
+/// how it ended and how long it took, and an error message built by the
+/// host (with every configured secret value redacted).
+///
+/// ```
+/// let e = skillhost::HostEvent { at_ms: 0, kind: "call".into(), run_id: Some("run_1".into()),
+///     persona: None, tool: Some("t".into()), server: Some("s".into()), outcome: Some(skillhost::Outcome::Ok),
+///     duration_ms: Some(1), detail: serde_json::json!({}) };
+/// assert_eq!(serde_json::to_value(&e).unwrap()["outcome"], "ok");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostEvent {
+    /// Unix milliseconds.
+    pub at_ms: i64,
+    /// `call`, `approval`, …
+    pub kind: String,
+    /// The run, for call events.
+    pub run_id: Option<String>,
+    /// The persona (`None`: the operator).
+    pub persona: Option<String>,
+    /// The tool.
+    pub tool: Option<String>,
+    /// The server.
+    pub server: Option<String>,
+    /// The outcome.
+    pub outcome: Option<Outcome>,
+    /// Duration of the call.
+    pub duration_ms: Option<i64>,
+    /// Extra fields (an error message, the parent run, a trap reason).
+    pub detail: serde_json::Value,
+}
+
+/// Unix milliseconds now.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A new run id: `run_` and 24 hex digits (8 of time, 16 random).
+pub(crate) fn new_run_id() -> String {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // One random seed per process and a counter, mixed (splitmix64): ids
+    // stay unique across processes (the seed) and within one (the counter)
+    // without a system call per call.
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| {
+        let mut rnd = [0u8; 8];
+        // getrandom only fails on platforms without a source of
+        // randomness; the time and process id still keep ids apart there.
+        if getrandom::fill(&mut rnd).is_err() {
+            let t = u64::try_from(now_ms()).unwrap_or(0);
+            return t.rotate_left(20) ^ u64::from(std::process::id());
+        }
+        u64::from_le_bytes(rnd)
+    });
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut z = seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let secs = (now_ms() / 1000) as u32;
+    format!("run_{secs:08x}{z:016x}")
+}
+
+/// A run row to write (insert or replace).
+#[derive(Debug, Clone)]
+pub(crate) struct RunRow {
+    pub run_id: String,
+    pub parent_run_id: Option<String>,
+    pub persona: Option<String>,
+    pub tool: String,
+    pub server: String,
+    pub outcome: Outcome,
+    pub approval: Option<&'static str>,
+    pub args: Option<String>,
+    pub input_refs: Vec<String>,
+    pub error: Option<String>,
+    pub created_at_ms: i64,
+    pub expires_at_ms: Option<i64>,
+    pub duration_ms: Option<i64>,
+}
+
+impl Store {
+    /// Inserts or replaces a run.
+    pub(crate) fn put_run(&self, r: &RunRow) -> rusqlite::Result<()> {
+        put_run_on(self.conn(), r)
+    }
+
+    /// One run.
+    pub fn run(&self, run_id: &str) -> rusqlite::Result<Option<RunRecord>> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"),
+                params![run_id],
+                run_from_row,
+            )
+            .optional()
+    }
+
+    /// Runs matching `filter`, newest first.
+    pub fn runs(&self, filter: &RunFilter) -> rusqlite::Result<Vec<RunRecord>> {
+        let limit = if filter.limit == 0 { 100 } else { filter.limit } as i64;
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs
+             WHERE (?1 IS NULL OR persona = ?1) AND (?2 = 0 OR persona IS NULL)
+               AND (?3 IS NULL OR tool = ?3) AND (?4 = 0 OR approval = 'pending')
+               AND (?6 IS NULL OR outcome = ?6)
+             ORDER BY created_at_ms DESC, rowid DESC LIMIT ?5"
+        );
+        let mut stmt = self.conn().prepare_cached(&sql)?;
+        stmt.query_map(
+            params![
+                filter.persona,
+                filter.operator_only,
+                filter.tool,
+                filter.pending_only,
+                limit,
+                filter.outcome.map(Outcome::as_str)
+            ],
+            run_from_row,
+        )?
+        .collect()
+    }
+
+    /// How many runs wait for approval and have not expired at `now_ms`
+    /// (a count over the pending index, for the metrics).
+    pub(crate) fn pending_run_count(&self, now_ms: i64) -> rusqlite::Result<u64> {
+        self.conn()
+            .prepare_cached(
+                "SELECT COUNT(*) FROM runs WHERE approval = 'pending'
+                 AND (expires_at_ms IS NULL OR expires_at_ms > ?1)",
+            )?
+            .query_row(params![now_ms], |r| r.get::<_, i64>(0))
+            .map(|n| u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Takes the decision on a pending run: moves it from `pending` to
+    /// `decision` (`approved` with outcome `running`, or `denied`/`expired`
+    /// with outcome `denied`) if and only if it is still pending. Returns
+    /// the run as it was before, or `None` if no pending run had the id.
+    pub(crate) fn decide_run(
+        &mut self,
+        run_id: &str,
+        decision: &'static str,
+        error: Option<&str>,
+    ) -> rusqlite::Result<Option<RunRecord>> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let before = tx
+            .query_row(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1 AND approval = 'pending'"
+                ),
+                params![run_id],
+                run_from_row,
+            )
+            .optional()?;
+        if before.is_some() {
+            let outcome = if decision == "approved" {
+                Outcome::Running
+            } else {
+                Outcome::Denied
+            };
+            let runner = (decision == "approved").then(std::process::id);
+            tx.execute(
+                "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5,
+                 runner_pid = ?6 WHERE run_id = ?1 AND approval = 'pending'",
+                params![run_id, decision, outcome.as_str(), error, now_ms(), runner],
+            )?;
+        }
+        tx.commit()?;
+        Ok(before)
+    }
+
+    /// Marks every approved run still `running` whose process is gone (a
+    /// crash or kill -9 while it ran) as `error`, saying so; returns their
+    /// ids. Runs of live processes (another host running them now) are
+    /// left alone.
+    pub(crate) fn interrupt_orphaned_runs(&self) -> rusqlite::Result<Vec<String>> {
+        let running: Vec<(String, i64)> = self
+            .conn()
+            .prepare_cached(
+                "SELECT run_id, runner_pid FROM runs
+                 WHERE outcome = 'running' AND runner_pid IS NOT NULL",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut interrupted = Vec::new();
+        for (run_id, pid) in running {
+            if pid != i64::from(std::process::id()) && process_alive(pid) {
+                continue;
+            }
+            let changed = self.conn().execute(
+                "UPDATE runs SET outcome = 'error', updated_at_ms = ?2,
+                 error = 'interrupted: the process running the approved call stopped before it \
+                          finished; whether the tool ran is unknown, check its effects before \
+                          calling it again'
+                 WHERE run_id = ?1 AND outcome = 'running'",
+                params![run_id, now_ms()],
+            )?;
+            if changed > 0 {
+                interrupted.push(run_id);
+            }
+        }
+        Ok(interrupted)
+    }
+
+    /// Recent events, newest first.
+    pub fn recent_events(&self, limit: usize) -> rusqlite::Result<Vec<HostEvent>> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT at, kind, run_id, persona, tool, server, outcome, duration_ms, detail
+             FROM events ORDER BY id DESC LIMIT ?1",
+        )?;
+        stmt.query_map(params![limit as i64], |r| {
+            let detail: String = r.get(8)?;
+            let outcome: Option<String> = r.get(6)?;
+            Ok(HostEvent {
+                at_ms: r.get::<_, i64>(0)? * 1000,
+                kind: r.get(1)?,
+                run_id: r.get(2)?,
+                persona: r.get(3)?,
+                tool: r.get(4)?,
+                server: r.get(5)?,
+                outcome: outcome.as_deref().map(Outcome::parse),
+                duration_ms: r.get(7)?,
+                detail: serde_json::from_str(&detail).unwrap_or_default(),
+            })
+        })?
+        .collect()
+    }
+}
+
+const RUN_COLUMNS: &str = "run_id, parent_run_id, persona, tool, server, outcome, approval, args, \
+     input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms";
+
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let outcome: String = r.get(5)?;
+    let args: Option<String> = r.get(7)?;
+    let refs: String = r.get(8)?;
+    Ok(RunRecord {
+        run_id: r.get(0)?,
+        parent_run_id: r.get(1)?,
+        persona: r.get(2)?,
+        tool: r.get(3)?,
+        server: r.get(4)?,
+        outcome: Outcome::parse(&outcome),
+        approval: r.get(6)?,
+        args: args.and_then(|a| serde_json::from_str(&a).ok()),
+        input_refs: serde_json::from_str(&refs).unwrap_or_default(),
+        error: r.get(9)?,
+        created_at_ms: r.get(10)?,
+        updated_at_ms: r.get(11)?,
+        expires_at_ms: r.get(12)?,
+        duration_ms: r.get(13)?,
+    })
+}
+
+/// What the writer thread is asked to do.
+enum Write {
+    /// A run and the event of its end: one message, so one wake-up of the
+    /// writer and one transaction for both.
+    Run(Box<RunRow>, Box<HostEvent>),
+    Event(Box<HostEvent>),
+    Flush(mpsc::SyncSender<()>),
+}
+
+/// The background writer of runs and events (see the module docs).
+pub(crate) struct EventWriter {
+    tx: mpsc::Sender<Write>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Most writes in one transaction.
+const BATCH: usize = 512;
+
+impl EventWriter {
+    /// Starts the writer on its own connection to the database.
+    pub fn start(store: Store) -> EventWriter {
+        let (tx, rx) = mpsc::channel::<Write>();
+        let thread = std::thread::Builder::new()
+            .name("skillhost-events".into())
+            .spawn(move || writer_loop(store, rx))
+            .ok();
+        EventWriter {
+            tx,
+            thread: std::sync::Mutex::new(thread),
+        }
+    }
+
+    /// Queues a run row and the event of its end.
+    pub fn run_with_event(&self, row: RunRow, e: HostEvent) {
+        let _ = self.tx.send(Write::Run(Box::new(row), Box::new(e)));
+    }
+
+    /// Queues an event.
+    pub fn event(&self, e: HostEvent) {
+        let _ = self.tx.send(Write::Event(Box::new(e)));
+    }
+
+    /// Waits (at most `limit`) until everything queued before is written.
+    pub fn flush(&self, limit: Duration) -> bool {
+        let (ack, done) = mpsc::sync_channel(1);
+        if self.tx.send(Write::Flush(ack)).is_err() {
+            return false;
+        }
+        done.recv_timeout(limit).is_ok()
+    }
+
+    /// Flushes and stops the thread.
+    pub fn close(&self) {
+        self.flush(Duration::from_secs(10));
+        let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        // The thread ends when every sender is gone; the host drops its
+        // sender after this, so only flush here and let the thread finish
+        // on its own.
+        drop(handle);
+    }
+}
+
+/// The shortest time between two commits of the writer (see the module
+/// docs): each commit flushes the disk (`synchronous = FULL`), which costs
+/// more than the writes of a whole interval's calls.
+pub(crate) const GROUP_COMMIT: Duration = Duration::from_millis(2);
+
+fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
+    let mut last_commit: Option<Instant> = None;
+    while let Ok(first) = rx.recv() {
+        // Sleep out the interval rather than wait on the channel: a send to
+        // a receiver that is not waiting wakes no thread.
+        if let Some(wait) = last_commit
+            .map(|t| (t + GROUP_COMMIT).saturating_duration_since(Instant::now()))
+            .filter(|w| !w.is_zero() && !matches!(first, Write::Flush(_)))
+        {
+            std::thread::sleep(wait);
+        }
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        let mut acks = Vec::new();
+        let result = (|| -> rusqlite::Result<()> {
+            let tx = store
+                .conn_mut()
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            for w in &batch {
+                match w {
+                    Write::Run(r, e) => {
+                        put_run_on(&tx, r)?;
+                        put_event_on(&tx, e)?;
+                    }
+                    Write::Event(e) => put_event_on(&tx, e)?,
+                    Write::Flush(_) => {}
+                }
+            }
+            tx.commit()
+        })();
+        last_commit = Some(Instant::now());
+        if let Err(e) = result {
+            tracing::error!("cannot record {} run(s)/event(s): {e}", batch.len());
+        }
+        for w in batch {
+            if let Write::Flush(ack) = w {
+                acks.push(ack);
+            }
+        }
+        for a in acks {
+            let _ = a.send(());
+        }
+    }
+}
+
+fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO runs (run_id, parent_run_id, persona, tool, server, outcome, approval,
+           args, input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         ON CONFLICT (run_id) DO UPDATE SET outcome = excluded.outcome,
+           approval = COALESCE(excluded.approval, runs.approval),
+           error = excluded.error, updated_at_ms = excluded.updated_at_ms,
+           duration_ms = excluded.duration_ms",
+    )?
+    .execute(params![
+        r.run_id,
+        r.parent_run_id,
+        r.persona,
+        r.tool,
+        r.server,
+        r.outcome.as_str(),
+        r.approval,
+        r.args,
+        serde_json::to_string(&r.input_refs).unwrap_or_else(|_| "[]".into()),
+        r.error,
+        r.created_at_ms,
+        now_ms(),
+        r.expires_at_ms,
+        r.duration_ms,
+    ])?;
+    Ok(())
+}
+
+fn put_event_on(tx: &rusqlite::Connection, e: &HostEvent) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO events (at, kind, server, tool, detail, run_id, persona, outcome, duration_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        e.at_ms / 1000,
+        e.kind,
+        e.server,
+        e.tool,
+        e.detail.to_string(),
+        e.run_id,
+        e.persona,
+        e.outcome.map(Outcome::as_str),
+        e.duration_ms,
+    ])?;
+    Ok(())
+}
+
+/// Whether a process with this id exists (it may belong to another user).
+fn process_alive(pid: i64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(store: &Store, run_id: &str) {
+        store
+            .conn()
+            .execute(
+                "INSERT INTO runs (run_id, tool, server, outcome, approval, args,
+                 created_at_ms, updated_at_ms, expires_at_ms)
+                 VALUES (?1, 't.x', 'skill:t', 'waiting_approval', 'pending', '{}', 1, 1, ?2)",
+                params![run_id, now_ms() + 60_000],
+            )
+            .expect("insert");
+    }
+
+    fn finished(i: usize) -> (RunRow, HostEvent) {
+        let run_id = format!("run_{i}");
+        let row = RunRow {
+            run_id: run_id.clone(),
+            parent_run_id: None,
+            persona: Some("p".into()),
+            tool: "t.x".into(),
+            server: "skill:t".into(),
+            outcome: Outcome::Ok,
+            approval: None,
+            args: None,
+            input_refs: Vec::new(),
+            error: None,
+            created_at_ms: now_ms(),
+            expires_at_ms: None,
+            duration_ms: Some(0),
+        };
+        let event = HostEvent {
+            at_ms: now_ms(),
+            kind: "call".into(),
+            run_id: Some(run_id),
+            persona: Some("p".into()),
+            tool: Some("t.x".into()),
+            server: Some("skill:t".into()),
+            outcome: Some(Outcome::Ok),
+            duration_ms: Some(0),
+            detail: serde_json::json!({}),
+        };
+        (row, event)
+    }
+
+    fn count(store: &Store, table: &str) -> i64 {
+        store
+            .conn()
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    }
+
+    #[test]
+    fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
+        // A burst: grouped into few commits, all of it written.
+        for i in 0..300 {
+            let (row, event) = finished(i);
+            writer.run_with_event(row, event);
+        }
+        let started = Instant::now();
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(count(&store, "runs"), 300);
+        assert_eq!(count(&store, "events"), 300);
+        // After a quiet moment a write is committed without a flush and
+        // without waiting for another write.
+        std::thread::sleep(GROUP_COMMIT * 2);
+        let (row, event) = finished(300);
+        writer.run_with_event(row, event);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while count(&store, "runs") < 301 {
+            assert!(Instant::now() < deadline, "the write was not committed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(count(&store, "events"), 301);
+        writer.close();
+    }
+
+    #[test]
+    fn approved_runs_of_dead_processes_are_marked_interrupted() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::open(tmp.path()).expect("open");
+        pending(&store, "run_dead");
+        pending(&store, "run_alive");
+        store
+            .decide_run("run_dead", "approved", None)
+            .expect("decide");
+        store
+            .decide_run("run_alive", "approved", None)
+            .expect("decide");
+        // run_dead's runner: a process that has exited and been reaped.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        // run_alive's runner: a live process other than this one.
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn");
+        for (run, pid) in [("run_dead", dead), ("run_alive", live.id())] {
+            store
+                .conn()
+                .execute(
+                    "UPDATE runs SET runner_pid = ?2 WHERE run_id = ?1",
+                    params![run, pid],
+                )
+                .expect("set pid");
+        }
+        let interrupted = store.interrupt_orphaned_runs().expect("interrupt");
+        let _ = live.kill();
+        let _ = live.wait();
+        assert_eq!(interrupted, vec!["run_dead".to_string()]);
+        let dead = store.run("run_dead").expect("read").expect("exists");
+        assert_eq!(dead.outcome, Outcome::Error);
+        assert!(
+            dead.error
+                .as_deref()
+                .is_some_and(|e| e.contains("interrupted"))
+        );
+        let alive = store.run("run_alive").expect("read").expect("exists");
+        assert_eq!(alive.outcome, Outcome::Running);
+    }
+}

@@ -1,0 +1,311 @@
+//! The operator's changes to `mcp_servers.json`: add, replace, remove,
+//! enable (test the server and pin the tool definitions it shows), disable,
+//! test, list a server's tools with their pin status, and read its stderr
+//! log. `skillhost mcp …` and the HTTP API (through `Host`) both use these,
+//! so a server is added or enabled the same way from either.
+//!
+//! Every change goes through [`McpConfig::update`] (a lock file, so two
+//! processes never lose each other's change) and then bumps the state
+//! generation, so a running host rebuilds its registry before its next call.
+//! Errors say what was wrong and what to do; their kind
+//! ([`ServerError`]) tells a front which status to answer.
+
+pub(crate) mod pins;
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use skillhost_mcp::{CONFIG_FILE, McpConfig, McpTool, ServerConfig, TestReport};
+
+use crate::state::Store;
+use crate::state::data_dir::DataDir;
+use crate::upstream::pins::stdio_policy;
+
+/// Why a server change or query was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ServerError {
+    /// No server of that name is configured.
+    #[error("{0}")]
+    NotFound(String),
+    /// A server of that name is configured already.
+    #[error("{0}")]
+    Conflict(String),
+    /// The server's configuration is not valid.
+    #[error("{0}")]
+    Invalid(String),
+    /// The server could not be reached (connect or `tools/list` failed).
+    #[error("{0}")]
+    Unreachable(String),
+    /// Reading or writing the host's state failed.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl From<rusqlite::Error> for ServerError {
+    fn from(e: rusqlite::Error) -> ServerError {
+        ServerError::Other(e.into())
+    }
+}
+
+/// A tool as a server shows it now, against the definition the operator
+/// approved (pinned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PinStatus {
+    /// Same definition as pinned.
+    Approved,
+    /// Pinned, but the definition changed since: calls are refused until
+    /// the server is enabled (approved) again.
+    Changed,
+    /// Never pinned.
+    New,
+}
+
+/// What enabling a server did.
+#[derive(Debug, Clone)]
+pub(crate) struct Enabled {
+    /// Tool definitions approved (pinned) now.
+    pub pinned: usize,
+    /// Why nothing could be pinned (the server was unreachable): its tools
+    /// are pinned when first discovered.
+    pub unreachable: Option<String>,
+}
+
+/// The configuration in the data dir.
+pub(crate) fn load(data: &DataDir) -> Result<McpConfig, ServerError> {
+    McpConfig::load(&data.dir)
+        .map_err(|e| ServerError::Other(anyhow::anyhow!("{}: {e}", data.root.display())))
+}
+
+/// The configured server `name`.
+pub(crate) fn find<'a>(config: &'a McpConfig, name: &str) -> Result<&'a ServerConfig, ServerError> {
+    config
+        .server(name)
+        .ok_or_else(|| ServerError::NotFound(missing(config, name)))
+}
+
+/// The "no such server" message, with the configured names.
+fn missing(config: &McpConfig, name: &str) -> String {
+    let names = if config.servers.is_empty() {
+        "none".to_string()
+    } else {
+        config
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("no MCP server named {name:?} in {CONFIG_FILE} (configured: {names})")
+}
+
+/// Changes the configuration under its lock; `change` may refuse with a
+/// typed error (then nothing is written). Bumps the state generation after
+/// a change.
+fn update<T>(
+    data: &DataDir,
+    change: impl FnOnce(&mut McpConfig) -> Result<T, ServerError>,
+) -> Result<T, ServerError> {
+    let mut refused = None;
+    let out = McpConfig::update(&data.dir, |c| {
+        change(c).map_err(|e| {
+            let message = e.to_string();
+            refused = Some(e);
+            message
+        })
+    });
+    match out {
+        Ok(v) => {
+            // A running host rebuilds its registry on the next call.
+            Store::open(&data.root)?.bump_generation()?;
+            Ok(v)
+        }
+        Err(e) => Err(refused.unwrap_or_else(|| {
+            ServerError::Other(anyhow::anyhow!("{}: {e}", data.root.display()))
+        })),
+    }
+}
+
+/// Adds `server` (validated; its name must be free).
+pub(crate) fn add(data: &DataDir, server: ServerConfig) -> Result<(), ServerError> {
+    server
+        .validate()
+        .map_err(|e| ServerError::Invalid(format!("server {:?}: {e}", server.name)))?;
+    update(data, |c| {
+        if c.server(&server.name).is_some() {
+            return Err(ServerError::Conflict(format!(
+                "a server named {:?} is already configured; remove it first, or replace its \
+                 configuration",
+                server.name
+            )));
+        }
+        c.servers.push(server);
+        Ok(())
+    })
+}
+
+/// Replaces the configuration of server `name` with `server` (same name),
+/// keeping its place in the file. Returns the previous configuration.
+pub(crate) fn replace(
+    data: &DataDir,
+    name: &str,
+    server: ServerConfig,
+) -> Result<ServerConfig, ServerError> {
+    if server.name != name {
+        return Err(ServerError::Invalid(format!(
+            "the configuration is for a server named {:?}, not {name:?}: a server cannot be \
+             renamed; add it under the new name and remove the old one",
+            server.name
+        )));
+    }
+    server
+        .validate()
+        .map_err(|e| ServerError::Invalid(format!("server {name:?}: {e}")))?;
+    update(data, |c| {
+        let missing = missing(c, name);
+        let slot = c.server_mut(name).ok_or(ServerError::NotFound(missing))?;
+        Ok(std::mem::replace(slot, server))
+    })
+}
+
+/// Removes server `name`, its pinned tool definitions and stored tools,
+/// and records a `server_removed` event.
+pub(crate) fn remove(data: &DataDir, name: &str) -> Result<(), ServerError> {
+    update(data, |c| {
+        if c.server(name).is_none() {
+            return Err(ServerError::NotFound(missing(c, name)));
+        }
+        c.servers.retain(|s| s.name != name);
+        Ok(())
+    })?;
+    let store = Store::open(&data.root)?;
+    store.forget_mcp_server(name)?;
+    store.record_event("server_removed", Some(name), None, &json!({}))?;
+    Ok(())
+}
+
+fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> Result<(), ServerError> {
+    update(data, |c| {
+        let missing = missing(c, name);
+        c.server_mut(name)
+            .ok_or(ServerError::NotFound(missing))?
+            .enabled = enabled;
+        Ok(())
+    })
+}
+
+/// Connects to `server` (enabled or not), lists its tools with their
+/// classification, and disconnects, timing each step.
+pub(crate) async fn test(data: &DataDir, server: &ServerConfig) -> Result<TestReport, ServerError> {
+    let policy = stdio_policy(&data.settings()?);
+    Ok(skillhost_mcp::test_server(server, &policy, &data.root).await)
+}
+
+/// The first error of a failed test.
+fn first_error(report: &TestReport) -> String {
+    report
+        .steps
+        .iter()
+        .find_map(|s| s.error.clone())
+        .unwrap_or_else(|| "the test failed".into())
+}
+
+/// Enables server `name` and approves (pins) the tool definitions it shows
+/// now; if it cannot be reached, enables it anyway and its tools are pinned
+/// when first discovered. Records a `server_enabled` event.
+pub(crate) async fn enable(data: &DataDir, name: &str) -> Result<Enabled, ServerError> {
+    let server = find(&load(data)?, name)?.clone();
+    let report = test(data, &server).await?;
+    let mut store = Store::open(&data.root)?;
+    let enabled = if report.ok {
+        let pins: Vec<(String, String)> = report
+            .tools
+            .iter()
+            .map(|t| (t.tool.clone(), t.definition_hash.clone()))
+            .collect();
+        store.mcp_replace_pins(name, &pins)?;
+        Enabled {
+            pinned: pins.len(),
+            unreachable: None,
+        }
+    } else {
+        store.mcp_replace_pins(name, &[])?;
+        Enabled {
+            pinned: 0,
+            unreachable: Some(first_error(&report)),
+        }
+    };
+    set_enabled(data, name, true)?;
+    store.record_event("server_enabled", Some(name), None, &json!({}))?;
+    Ok(enabled)
+}
+
+/// Disables server `name` and records a `server_disabled` event.
+pub(crate) fn disable(data: &DataDir, name: &str) -> Result<(), ServerError> {
+    set_enabled(data, name, false)?;
+    Store::open(&data.root)?.record_event("server_disabled", Some(name), None, &json!({}))?;
+    Ok(())
+}
+
+/// Connects to server `name` and returns its tools as they would be
+/// registered, each with its pin status.
+pub(crate) async fn tools(
+    data: &DataDir,
+    name: &str,
+) -> Result<Vec<(McpTool, PinStatus)>, ServerError> {
+    let server = find(&load(data)?, name)?.clone();
+    let report = test(data, &server).await?;
+    if !report.ok {
+        return Err(ServerError::Unreachable(format!(
+            "cannot list the tools of {name:?}: {}",
+            first_error(&report)
+        )));
+    }
+    let pins: BTreeMap<String, String> = Store::open(&data.root)?
+        .mcp_pins(name)?
+        .into_iter()
+        .collect();
+    Ok(report
+        .tools
+        .into_iter()
+        .map(|t| {
+            let status = match pins.get(&t.tool) {
+                Some(h) if *h == t.definition_hash => PinStatus::Approved,
+                Some(_) => PinStatus::Changed,
+                None => PinStatus::New,
+            };
+            (t, status)
+        })
+        .collect())
+}
+
+/// The last `bytes` bytes of server `name`'s stderr log (both rotations),
+/// with control characters other than newline and tab shown as `?`.
+pub(crate) fn logs(data: &DataDir, name: &str, bytes: usize) -> Result<String, ServerError> {
+    find(&load(data)?, name)?;
+    let mut all = Vec::new();
+    for f in ["stderr.log.1", "stderr.log"] {
+        let path = format!("mcp/{name}/{f}");
+        match data.dir.read(&path) {
+            Ok(b) => all.extend_from_slice(&b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(ServerError::Other(anyhow::anyhow!(
+                    "cannot read {path}: {e}"
+                )));
+            }
+        }
+    }
+    let start = all.len().saturating_sub(bytes);
+    let text = String::from_utf8_lossy(&all[start..]).into_owned();
+    Ok(text
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect())
+}
