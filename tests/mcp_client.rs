@@ -150,7 +150,7 @@ async fn python_sdk_over_stdio_discovery_classification_and_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn timeout_sends_cancelled_and_answers_the_seed_shape() {
+async fn timeout_sends_cancelled_and_answers_the_contract_shape() {
     let env = env();
     let mut s = stdio_server("py", peers::py_server_cmd("stdio", None));
     s.timeouts.read_only_secs = Some(1.0);

@@ -27,17 +27,23 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
 use skillhost::{
-    CallRequest, Caller, Conflict, Host, HostBuilder, Outcome, RunFilter, RunRecord, RunReport,
-    Sandbox, SandboxBuilder, SkillSource, SkillState, SkillStatus, StructuredHandoff, ToolSpec,
+    Approval, CallRequest, Caller, Conflict, Host, HostBuilder, Outcome, RunFilter, RunRecord,
+    RunReport, Sandbox, SandboxBuilder, SkillSource, SkillState, SkillStatus, StructuredHandoff,
+    ToolSpec,
 };
 use skillhost_e2e::peers;
 use skillhost_mcp::{McpConfig, Secret, ServerConfig};
+use skillhost_test_plugins as art;
 
 // ---------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------
+
+/// A run's output as JSON (a skill's value, an MCP result's JSON).
+fn output(r: &RunReport) -> Option<Value> {
+    r.output.as_ref().map(|o| o.to_value())
+}
 
 /// One sandbox for every host of this test process, with a compiled-code
 /// cache that outlives it.
@@ -456,12 +462,12 @@ async fn authorization_matrix_personas_skills_trust_enabled_grants() {
                         if visible(si) {
                             expect(&r, Outcome::Ok);
                             if !out.is_null() {
-                                assert_eq!(r.output, Some(out), "{p} {tool} ({what})");
+                                assert_eq!(output(&r), Some(out), "{p} {tool} ({what})");
                             } else {
-                                let o = r.output.as_ref().expect("snoop output");
+                                let o = output(&r).expect("snoop output");
                                 assert_eq!(o["env"], json!([]), "{o}");
                             }
-                            assert_eq!(r.server, format!("skill:{skill}"));
+                            assert_eq!(r.server(), format!("skill:{skill}"));
                         } else {
                             expect(&r, Outcome::Denied);
                             assert!(r.output.is_none(), "{r:?}");
@@ -607,7 +613,7 @@ async fn invoke_from_a_skill_is_limited_by_tool_names_and_grants() {
     let outer = call(&host, &Caller::persona("bob"), "hostile.invoke", word_count).await;
     expect(&outer, Outcome::Ok);
     assert_eq!(
-        outer.output,
+        output(&outer),
         Some(json!({"words": 2, "lines": 1, "chars": 3}))
     );
     let inner = child_of(&host, &outer.run_id);
@@ -897,7 +903,7 @@ async fn mcp_tools_in_tool_specs_per_persona_and_globally() {
     assert_eq!(sees("ana"), nothing);
     let r = call(&host, &ana(), "py.lookup", lookup_args.clone()).await;
     expect(&r, Outcome::Denied);
-    assert_eq!(r.server, "py");
+    assert_eq!(r.server(), "py");
     assert_eq!(run(&host, &r.run_id).outcome, Outcome::Denied);
 
     // Per persona.
@@ -922,7 +928,7 @@ async fn mcp_tools_in_tool_specs_per_persona_and_globally() {
     // The skill's tool of that name is not granted by the server's grant.
     let r = call(&host, &ana(), "py.cwd", json!({"request": "x"})).await;
     expect(&r, Outcome::Denied);
-    assert_eq!(r.server, "skill:py-shadow");
+    assert_eq!(r.server(), "skill:py-shadow");
 
     // Globally: every persona, present and future.
     assert_eq!(host.grant_mcp("*", "py", true).expect("grant"), v(&["*"]));
@@ -1059,7 +1065,7 @@ async fn confirmation_approve_once_replay_deny_and_reauthorization() {
         "{expires}"
     );
     let pending = run(&host, &r.run_id);
-    assert_eq!(pending.approval.as_deref(), Some("pending"));
+    assert_eq!(pending.approval.map(Approval::as_str), Some("pending"));
     assert_eq!(pending.outcome, Outcome::WaitingApproval);
     assert_eq!(pending.args, Some(replace_args()));
     assert_eq!(pending.persona.as_deref(), Some("ana"));
@@ -1083,9 +1089,9 @@ async fn confirmation_approve_once_replay_deny_and_reauthorization() {
     expect(&done, Outcome::Ok);
     assert_eq!(done.run_id, r.run_id);
     assert_eq!(done.persona.as_deref(), Some("ana"));
-    assert_eq!(done.output, Some(replaced()));
+    assert_eq!(output(&done), Some(replaced()));
     let rec = run(&host, &r.run_id);
-    assert_eq!(rec.approval.as_deref(), Some("approved"));
+    assert_eq!(rec.approval.map(Approval::as_str), Some("approved"));
     assert_eq!(rec.outcome, Outcome::Ok);
     assert_eq!(call_events(&host, &r.run_id, Outcome::Ok), 1);
 
@@ -1101,7 +1107,7 @@ async fn confirmation_approve_once_replay_deny_and_reauthorization() {
     let r = call(&host, &ana(), "text.regex_replace", replace_args()).await;
     expect(&r, Outcome::WaitingApproval);
     let denied = host.deny(&r.run_id).expect("deny");
-    assert_eq!(denied.approval.as_deref(), Some("denied"));
+    assert_eq!(denied.approval.map(Approval::as_str), Some("denied"));
     assert_eq!(denied.outcome, Outcome::Denied);
     let e = host
         .approve(&r.run_id)
@@ -1135,7 +1141,7 @@ async fn confirmation_approve_once_replay_deny_and_reauthorization() {
     host.deny(&r.run_id).expect("deny");
     let r = call_confirmed(&host, &ana(), "text.regex_replace", replace_args()).await;
     expect(&r, Outcome::Ok);
-    assert_eq!(r.output, Some(replaced()));
+    assert_eq!(output(&r), Some(replaced()));
 
     // Re-authorization at approval: the grant was revoked meanwhile.
     let r = call(&host, &ana(), "text.regex_replace", replace_args()).await;
@@ -1205,7 +1211,7 @@ async fn confirmation_approve_once_replay_deny_and_reauthorization() {
         .collect();
     assert_eq!(oks.len(), 1, "{a:?} / {b:?}");
     expect(oks[0], Outcome::Ok);
-    assert_eq!(oks[0].output, Some(replaced()));
+    assert_eq!(output(oks[0]), Some(replaced()));
     other.flush();
     assert_eq!(call_events(&host, &r.run_id, Outcome::Ok), 1);
     other.shutdown().await;
@@ -1243,7 +1249,7 @@ async fn approvals_expire_after_their_ttl() {
     let e = host.approve(&r.run_id).await.expect_err("expired");
     assert!(e.to_string().contains("expired"), "{e}");
     let rec = run(&host, &r.run_id);
-    assert_eq!(rec.approval.as_deref(), Some("expired"));
+    assert_eq!(rec.approval.map(Approval::as_str), Some("expired"));
     assert_eq!(rec.outcome, Outcome::Denied);
     let e = host.deny(&r.run_id).expect_err("expired");
     assert!(e.to_string().contains("expired"), "{e}");
@@ -1263,7 +1269,11 @@ async fn approvals_expire_after_their_ttl() {
     wait_past(r.expires_at_ms.expect("expiry")).await;
     let host = env.host().await;
     let rec = run(&host, &r.run_id);
-    assert_eq!(rec.approval.as_deref(), Some("expired"), "{rec:?}");
+    assert_eq!(
+        rec.approval.map(Approval::as_str),
+        Some("expired"),
+        "{rec:?}"
+    );
     let e = host.approve(&r.run_id).await.expect_err("expired");
     assert!(e.to_string().contains("expired"), "{e}");
     host.shutdown().await;
@@ -1563,7 +1573,10 @@ async fn input_refs_must_be_listed_and_exist() {
         .call(&ana(), "text.count_ref", count(&a.ref_id), &with(&[ra]))
         .await;
     expect(&r, Outcome::Ok);
-    assert_eq!(r.output, Some(json!({"words": 3, "lines": 2, "chars": 13})));
+    assert_eq!(
+        output(&r),
+        Some(json!({"words": 3, "lines": 2, "chars": 13}))
+    );
     assert_eq!(run(&host, &r.run_id).input_refs, vec![a.ref_id.clone()]);
 
     // Through a handoff.
@@ -1575,7 +1588,10 @@ async fn input_refs_must_be_listed_and_exist() {
         .await
         .expect("valid handoff");
     expect(&r, Outcome::Ok);
-    assert_eq!(r.output, Some(json!({"words": 1, "lines": 1, "chars": 4})));
+    assert_eq!(
+        output(&r),
+        Some(json!({"words": 1, "lines": 1, "chars": 4}))
+    );
 
     // Not listed: the component's read is refused.
     let r = call(&host, &ana(), "text.count_ref", count(&a.ref_id)).await;
@@ -1914,9 +1930,9 @@ async fn state_survives_a_restart_and_the_next_host_approves() {
     // The second host approves the first one's pending call.
     let done = host.approve(&waiting.run_id).await.expect("approve");
     expect(&done, Outcome::Ok);
-    assert_eq!(done.output, Some(replaced()));
+    assert_eq!(output(&done), Some(replaced()));
     assert_eq!(
-        run(&host, &waiting.run_id).approval.as_deref(),
+        run(&host, &waiting.run_id).approval.map(Approval::as_str),
         Some("approved")
     );
     // And the grants still decide.

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
 use skillhost::{
     CallError, CallFailure, CallOptions, CallOutput, DEFAULT_FUEL, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_MAX_STDIO_BYTES, LimitsRequest, LoadErrorKind, Sandbox, SandboxBuilder, Skill,
     TrapReason,
 };
 use skillhost_e2e::*;
+use skillhost_test_plugins as art;
 use tokio::task::JoinSet;
 
 /// Upper bound for calls that must end "promptly" (a bound, not a benchmark).

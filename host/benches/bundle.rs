@@ -6,10 +6,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use skillhost::plugin_artifacts as art;
 use skillhost::{
     InstallOptions, PublicKey, SandboxBuilder, SecretKey, install_bundle, open_bundle, pack_dir,
 };
+use skillhost_test_plugins as art;
 
 const PAD_MB: usize = 20;
 const RUNS: usize = 7;

@@ -420,7 +420,7 @@ fn report_state(host: &Host, personas: &[String]) -> anyhow::Result<()> {
     let counts: Vec<usize> = personas
         .iter()
         .map(|p| host.tool_specs(Some(p)).map(|v| v.len()))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     line("state_skills", host.skills()?.len());
     line("state_tools_total", host.tool_specs(None)?.len());
     line("state_personas", personas.len());
@@ -596,7 +596,8 @@ async fn call_overhead(host: &Host, sandbox: &skillhost::Sandbox) -> anyhow::Res
     for caller in [&persona, &operator] {
         let run = host.call(caller, TOOL, args.clone(), &req).await;
         anyhow::ensure!(
-            run.outcome == Outcome::Ok && run.output.as_ref() == Some(&expected),
+            run.outcome == Outcome::Ok
+                && run.output.as_ref().map(|o| o.data()) == Some(expected.clone()),
             "host call as {caller:?}: {run:?}"
         );
     }
@@ -865,12 +866,13 @@ async fn breakdown(
 // Helpers.
 
 /// Times `f` on each item; the durations in ms.
-fn timed_each<I, T>(
+fn timed_each<I, T, E>(
     items: I,
-    mut f: impl FnMut(I::Item) -> anyhow::Result<T>,
+    mut f: impl FnMut(I::Item) -> Result<T, E>,
 ) -> anyhow::Result<Vec<f64>>
 where
     I: IntoIterator,
+    E: std::error::Error + Send + Sync + 'static,
 {
     let mut out = Vec::new();
     for item in items {

@@ -65,7 +65,11 @@ const HOST_MEMORY_KEEP_RESIDENT: usize = 1 << 20;
 const HOST_TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
 fn main() -> anyhow::Result<()> {
-    let wasm = skillhost::plugin_artifacts::TEXT_TOOLS_WASM;
+    let wasm = skillhost::builtin_skills()
+        .iter()
+        .find(|b| b.name == "text-tools")
+        .map(|b| b.component)
+        .ok_or_else(|| anyhow::anyhow!("no built-in text-tools"))?;
     let sandbox = SandboxBuilder::new().build()?;
     let component = sandbox.load(LABEL, wasm)?;
     let current = tokio::runtime::Builder::new_current_thread()

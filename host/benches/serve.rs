@@ -64,6 +64,7 @@
 //! (no second pass), `SKILLHOST_BENCH_BIN` (another skillhost binary, to
 //! compare builds).
 
+#[path = "../../mcp/benches/pinning/mod.rs"]
 mod pinning;
 
 use std::path::{Path, PathBuf};

@@ -42,7 +42,7 @@ async fn run(data_dir: &std::path::Path) -> anyhow::Result<()> {
         "{} → {} {}",
         run.tool,
         run.outcome,
-        run.output.clone().unwrap_or_default()
+        run.output.as_ref().map(|o| o.data()).unwrap_or_default()
     );
     anyhow::ensure!(
         run.outcome == Outcome::Ok,

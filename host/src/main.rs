@@ -1,5 +1,8 @@
-//! The `skillhost` binary.
+//! The `skillhost` binary: the command line (`cli`), built on the
+//! library's public API only.
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    skillhost::cli::main()
+    cli::main()
 }

@@ -17,8 +17,8 @@ use std::process::Output;
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
-use skillhost::plugin_artifacts as art;
 use skillhost::{FileEntry, PublicKey, SIGNATURE_PATH, STATEMENT_PATH, SecretKey, Statement};
+use skillhost_test_plugins as art;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
 

@@ -6,7 +6,7 @@ use common::{skillhost, stderr};
 use std::path::Path;
 use std::process::Output;
 
-use skillhost::plugin_artifacts as art;
+use skillhost_test_plugins as art;
 
 /// A skill folder holding a plugin's manifest and its built component.
 fn skill_folder(dir: &str, wasm: &str) -> tempfile::TempDir {

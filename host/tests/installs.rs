@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use skillhost::plugin_artifacts as art;
 use skillhost::{SecretKey, pack_dir};
+use skillhost_test_plugins as art;
 
 fn ok(o: Output) -> String {
     assert!(

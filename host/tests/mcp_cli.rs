@@ -186,7 +186,7 @@ fn import_test_tools_enable_call() {
 }
 
 #[test]
-fn timeout_prints_the_seed_object() {
+fn timeout_prints_the_contract_object() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -198,9 +198,15 @@ fn timeout_prints_the_seed_object() {
     std::fs::write(data.join("mcp_servers.json"), cfg.to_string()).unwrap();
     let o = skillhost(&data, &["call", "py.slow", "--args", r#"{"seconds": 20}"#]);
     assert!(!o.status.success());
+    // The contract's object, its fields in the contract's order, once.
     assert_eq!(
         stdout(&o).trim(),
-        r#"{"error":"MCP tool timed out after 1s","status":"timeout"}"#
+        r#"{"status":"timeout","error":"MCP tool timed out after 1s"}"#
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("error: timeout: MCP tool timed out after 1s") && !err.contains('{'),
+        "stderr says it once, in words: {err}"
     );
 }
 
@@ -358,4 +364,72 @@ fn concurrent_adds_lose_nothing() {
         .collect();
     names.sort();
     assert_eq!(names, (0..8).map(|i| format!("s{i}")).collect::<Vec<_>>());
+}
+
+/// Discovery on any path feeds the registry: right after `mcp enable` and a
+/// grant, `tools list --persona P` shows the server's tools, before any
+/// call has started the server in a host (and `why` finds them too).
+#[test]
+fn enabled_servers_tools_are_listed_before_any_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let file = desktop_config(tmp.path(), "tok-unused-1234");
+    let o = skillhost(&data, &["mcp", "import", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = skillhost(&data, &["mcp", "enable", "py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pinned = stdout(&o);
+    let o = skillhost(&data, &["personas", "add", "ana"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = skillhost(&data, &["grants", "mcp", "ana", "py", "on"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let listed = json_out(&skillhost(
+        &data,
+        &["tools", "list", "--persona", "ana", "--json"],
+    ));
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"py.lookup"), "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("py.")), "{names:?}");
+    let approved = pinned
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse::<usize>().ok())
+        .expect("`approved N tool definition(s)`");
+    assert_eq!(names.len(), approved, "every approved tool is listed");
+    let why = json_out(&skillhost(
+        &data,
+        &["why", "--persona", "ana", "py.lookup", "--json"],
+    ));
+    let registry = why["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "registry")
+        .expect("a registry step");
+    assert_eq!(registry["ok"], true, "{why}");
+    // A server enabled in the file by hand (no `mcp enable`): `mcp tools`
+    // discovers, and what it discovers is registered.
+    let other = tmp.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let cfg = json!({"servers": [{
+        "name": "py", "transport": "stdio", "command": python(),
+        "args": [py_server(), "--transport", "stdio"],
+        "enabled": true, "allowed_persona_ids": ["*"]
+    }]});
+    std::fs::write(other.join("mcp_servers.json"), cfg.to_string()).unwrap();
+    let o = skillhost(&other, &["personas", "add", "bo"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = skillhost(&other, &["mcp", "tools", "py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = json_out(&skillhost(
+        &other,
+        &["tools", "list", "--persona", "bo", "--json"],
+    ));
+    assert_eq!(listed.as_array().unwrap().len(), names.len(), "{listed}");
 }

@@ -13,8 +13,8 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
 use skillhost::{SecretKey, pack_dir};
+use skillhost_test_plugins as art;
 
 /// The exact text the seed gives for a persona MCP route while the MCP
 /// manager is not ready.

@@ -55,7 +55,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use skillhost::plugin_artifacts as art;
+use skillhost_test_plugins as art;
 
 /// The suites: protocol revisions, as `--spec-version` takes them.
 const SUITES: [&str; 2] = ["2025-11-25", "2026-07-28"];

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
+use skillhost_test_plugins as art;
 
 fn start(data: &Path) -> HttpServer {
     start_http(data, 2)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use skillhost::plugin_artifacts as art;
+use skillhost_test_plugins as art;
 
 /// Arguments of `text.regex_replace` used throughout, and its result.
 const REGEX_ARGS: &str = r##"{"text":"a1 b22","pattern":"[0-9]+","replacement":"#"}"##;

@@ -190,7 +190,7 @@ pub struct CallError {
 }
 
 impl CallError {
-    /// For a timeout, the exact structured answer the seed specifies:
+    /// For a timeout, the exact structured answer the contract specifies:
     /// `{"status":"timeout","error":"MCP tool timed out after Ns"}`.
     ///
     /// ```
@@ -206,6 +206,39 @@ impl CallError {
                 "status": "timeout",
                 "error": format!("MCP tool timed out after {}", secs_text(*d)),
             })),
+            _ => None,
+        }
+    }
+
+    /// [`CallError::timeout_json`] as text, its fields in the order the
+    /// contract writes them (`status` first): what the host records and
+    /// prints for a timed-out call.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let e = skillhost_mcp::CallError {
+    ///     server: "notes".into(),
+    ///     tool: "write".into(),
+    ///     kind: skillhost_mcp::CallErrorKind::Timeout(Duration::from_secs(20)),
+    /// };
+    /// assert_eq!(
+    ///     e.timeout_text().unwrap(),
+    ///     r#"{"status":"timeout","error":"MCP tool timed out after 20s"}"#
+    /// );
+    /// ```
+    pub fn timeout_text(&self) -> Option<String> {
+        /// The timeout answer, fields in the contract's order.
+        #[derive(serde::Serialize)]
+        struct Timeout {
+            status: &'static str,
+            error: String,
+        }
+        match &self.kind {
+            CallErrorKind::Timeout(d) => serde_json::to_string(&Timeout {
+                status: "timeout",
+                error: format!("MCP tool timed out after {}", secs_text(*d)),
+            })
+            .ok(),
             _ => None,
         }
     }

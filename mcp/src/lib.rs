@@ -36,7 +36,7 @@ pub use config::{
 pub use import::{import_desktop_config, merge_imported};
 pub use manager::{
     ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy, ServerState,
-    ServerStatus, TestReport, TestStep, server_dir, test_server,
+    ServerStatus, TestReport, TestStep, register_discovered, server_dir, test_server,
 };
 pub use policy::{ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy};
 pub use proc_table::{ProcEntry, group_members};

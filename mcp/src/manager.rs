@@ -873,37 +873,48 @@ async fn discover(
     for w in warnings {
         tracing::warn!(server = %config.name, "{w}");
     }
-    let pins = inner
-        .opts
-        .pins
-        .pins(&config.name)
+    let out = register_discovered(inner.opts.pins.as_ref(), &config.name, tools)?;
+    *slot.tools.write().unwrap_or_else(|e| e.into_inner()) = out;
+    Ok(())
+}
+
+/// Applies the pins of `server` to its tools as just discovered, the way
+/// every discovery does: a tool whose definition matches its pin is
+/// callable; one whose definition changed since it was pinned is
+/// registered disabled (saying so, and recorded once as a `tool_changed`
+/// change); a tool never pinned is pinned now. Hands the result to
+/// [`PinStore::discovered`] and returns it.
+///
+/// ```
+/// let pins = skillhost_mcp::MemoryPins::default();
+/// let tools = skillhost_mcp::register_discovered(&pins, "notes", Vec::new()).unwrap();
+/// assert!(tools.is_empty());
+/// ```
+pub fn register_discovered(
+    pins: &dyn PinStore,
+    server: &str,
+    tools: Vec<McpTool>,
+) -> Result<Vec<RegisteredTool>, String> {
+    let pinned = pins
+        .pins(server)
         .map_err(|e| format!("cannot read the pinned tool definitions: {e}"))?;
     let mut out = Vec::new();
     for tool in tools {
-        let disabled_reason = match pins.get(&tool.tool) {
+        let disabled_reason = match pinned.get(&tool.tool) {
             Some(h) if *h == tool.definition_hash => None,
             Some(old) => {
-                let _ = inner.opts.pins.tool_changed(
-                    &config.name,
-                    &tool.tool,
-                    old,
-                    &tool.definition_hash,
-                );
+                let _ = pins.tool_changed(server, &tool.tool, old, &tool.definition_hash);
                 Some(format!(
                     "the definition of {:?} changed since it was approved (pinned {}, now {}); approve it again with `skillhost mcp enable {}`",
                     tool.tool,
                     &old[..old.len().min(12)],
-                    &tool.definition_hash[..12],
-                    config.name
+                    &tool.definition_hash[..tool.definition_hash.len().min(12)],
+                    server
                 ))
             }
             None => {
-                if let Err(e) = inner
-                    .opts
-                    .pins
-                    .pin(&config.name, &tool.tool, &tool.definition_hash)
-                {
-                    tracing::warn!(server = %config.name, "cannot pin {}: {e}", tool.tool);
+                if let Err(e) = pins.pin(server, &tool.tool, &tool.definition_hash) {
+                    tracing::warn!(server = %server, "cannot pin {}: {e}", tool.tool);
                 }
                 None
             }
@@ -913,11 +924,10 @@ async fn discover(
             disabled_reason,
         });
     }
-    if let Err(e) = inner.opts.pins.discovered(&config.name, &out) {
-        tracing::warn!(server = %config.name, "cannot store the discovered tools: {e}");
+    if let Err(e) = pins.discovered(server, &out) {
+        tracing::warn!(server = %server, "cannot store the discovered tools: {e}");
     }
-    *slot.tools.write().unwrap_or_else(|e| e.into_inner()) = out;
-    Ok(())
+    Ok(out)
 }
 
 /// The steps of [`test_server`], with their timings.

@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use skillhost::plugin_artifacts as art;
 use skillhost::{
     CallError, CallFailure, CallOutput, LoadError, Sandbox, SandboxBuilder, Skill, SkillError,
     SkillManifest, ToolError, TrapReason,
 };
+use skillhost_test_plugins as art;
 
 /// A sandbox with default settings.
 pub fn sandbox() -> Sandbox {

@@ -8,12 +8,13 @@ use std::time::Duration;
 use skillhost_mcp::McpManager;
 
 use super::{Host, HostInner, Seen};
+use crate::error::StateError;
 use crate::limits::LimitsPolicy;
 use crate::sandbox::{Sandbox, SandboxBuilder};
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
 use crate::state::refs::RefBlobs;
-use crate::state::runs::EventWriter;
+use crate::state::writer::EventWriter;
 
 /// Default time an approval stays valid.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(900);
@@ -102,14 +103,21 @@ impl HostBuilder {
         self
     }
 
-    /// Opens the data dir and its database, and builds the host.
+    /// Opens the data dir and its database (recovering from an interrupted
+    /// install, marking runs a dead process left running), and builds the
+    /// host. A data dir, database or `settings.json` that cannot be read
+    /// is a [`StateError`] naming it.
     ///
     /// ```no_run
-    /// # async fn f() -> anyhow::Result<()> {
+    /// # async fn f() -> Result<(), skillhost::StateError> {
     /// let host = skillhost::HostBuilder::new("data").build().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn build(self) -> anyhow::Result<Host> {
+    pub async fn build(self) -> Result<Host, StateError> {
+        Ok(self.open().await?)
+    }
+
+    async fn open(self) -> anyhow::Result<Host> {
         let data = DataDir::open(&self.data_dir)?;
         let settings = data.settings()?;
         let sandbox = match self.sandbox {

@@ -1,25 +1,39 @@
-//! The call path: authorize, validate, confirm, execute, record; and what
-//! a skill's `invoke` and `read-ref` reach from inside a call.
+//! The call path, the one way every tool is called:
+//!
+//! authorize ([`authorize`]: the tool is registered, the caller may use it,
+//! a skill's `invoke` names a tool of its `tool_names`) → validate the
+//! arguments against the input schema → check the input refs → stop in
+//! `waiting_approval` if the tool needs confirmation (`super::runs`) →
+//! execute (a skill in the sandbox, or the MCP server through the manager)
+//! → validate the result against the output schema → record the run and
+//! its event ([`HostInner::finish`]).
+//!
+//! Each step that can stop a call says why with a [`Stop`]; the run records
+//! its outcome and message. What a skill reaches from inside a call
+//! (`invoke`, `read-ref`) is at the end: `invoke` re-enters this same path,
+//! as the same caller.
 
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
+use skillhost_mcp::CallToolResult;
 use tokio_util::sync::CancellationToken;
 
 use super::{Host, HostInner, lock};
 use crate::authority::handoff::{HandoffError, StructuredHandoff};
 use crate::authority::metrics::{CallKind, CallOutcome};
+use crate::error::{RefError, ServerError};
 use crate::limits::LimitsRequest;
 use crate::registry::{Entry, Provider, Registry};
 use crate::sandbox::{
     CallFailure, CallOptions, InvokeFuture, InvokeRequest, Invoker, RefReader, ToolError,
     TrapReason,
 };
-use crate::skill::Skill;
+use crate::skill::{Skill, SkillError};
 use crate::state::refs::RefBlobs;
-use crate::state::runs::{HostEvent, Outcome, RunRow, new_run_id, now_ms};
+use crate::state::runs::{Approval, HostEvent, Outcome, RunRow, new_run_id, now_ms};
 
 /// Who is calling: a persona, or the operator (who may call every
 /// registered tool).
@@ -84,6 +98,59 @@ pub struct CallRequest {
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
 }
 
+/// What a tool returned.
+///
+/// ```
+/// let out = skillhost::RunOutput::Skill(serde_json::json!({"words": 2}));
+/// assert_eq!(out.data()["words"], 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RunOutput {
+    /// A skill's JSON result (valid against its output schema).
+    Skill(Value),
+    /// An MCP server's result, as it came.
+    Mcp(CallToolResult),
+}
+
+impl RunOutput {
+    /// The output as JSON: a skill's value, or the MCP result as the MCP
+    /// JSON shape (`content`, `structuredContent`, `isError`).
+    ///
+    /// ```
+    /// let out = skillhost::RunOutput::Skill(serde_json::json!(3));
+    /// assert_eq!(out.to_value(), serde_json::json!(3));
+    /// ```
+    pub fn to_value(&self) -> Value {
+        match self {
+            RunOutput::Skill(v) => v.clone(),
+            RunOutput::Mcp(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The data the output carries: a skill's value; an MCP result's
+    /// `structuredContent`, else its text parsed as JSON, else the text.
+    ///
+    /// ```
+    /// let out = skillhost::RunOutput::Mcp(skillhost_mcp::CallToolResult::success(vec![]));
+    /// assert_eq!(out.data(), serde_json::json!(""));
+    /// ```
+    pub fn data(&self) -> Value {
+        match self {
+            RunOutput::Skill(v) => v.clone(),
+            RunOutput::Mcp(result) => {
+                if let Some(structured) =
+                    result.structured_content.as_ref().filter(|v| !v.is_null())
+                {
+                    return structured.clone();
+                }
+                let text = skillhost_mcp::text_content(result);
+                serde_json::from_str(&text).unwrap_or(Value::String(text))
+            }
+        }
+    }
+}
+
 /// What one call came to.
 ///
 /// ```no_run
@@ -91,7 +158,7 @@ pub struct CallRequest {
 /// let run = host.call(&skillhost::Caller::Operator, "text.word_count",
 ///     serde_json::json!({"text": "a b"}), &Default::default()).await;
 /// match run.outcome {
-///     skillhost::Outcome::Ok => println!("{}", run.output.unwrap_or_default()),
+///     skillhost::Outcome::Ok => println!("{:?}", run.output.map(|o| o.data())),
 ///     skillhost::Outcome::WaitingApproval => println!("approve with `skillhost runs approve {}`", run.run_id),
 ///     other => println!("{other}: {}", run.error.unwrap_or_default()),
 /// }
@@ -105,13 +172,16 @@ pub struct RunReport {
     pub persona: Option<String>,
     /// The tool as asked for.
     pub tool: String,
-    /// Its server (`skill:<name>` or the MCP server), when registered.
-    pub server: String,
+    /// Who provides the tool, when it is registered (shown as `server`:
+    /// `skill:<name>` or the MCP server, empty when unregistered).
+    #[serde(rename = "server", serialize_with = "provider_as_server")]
+    pub provider: Option<Provider>,
     /// How it ended.
     pub outcome: Outcome,
-    /// The result: a skill's JSON output, or an MCP `CallToolResult`.
+    /// The result: a skill's JSON output, or an MCP `CallToolResult`
+    /// (an MCP server's error result too, with outcome `error`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
+    pub output: Option<RunOutput>,
     /// What went wrong, for every outcome but `ok`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -126,16 +196,37 @@ pub struct RunReport {
     pub expires_at_ms: Option<i64>,
 }
 
+fn provider_as_server<S: serde::Serializer>(p: &Option<Provider>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => s.collect_str(p),
+        None => s.serialize_str(""),
+    }
+}
+
 impl RunReport {
-    /// The handoff this run passes to the next tool: its result as the next
-    /// call's `args`, with every local path removed
-    /// ([`StructuredHandoff::from_mcp_result`]), so that no host path an MCP
-    /// server (or a skill) put in its result is ever copied on. `None` unless
-    /// the run ended `ok`.
+    /// The run's `server` as recorded: `skill:<name>`, the MCP server, or
+    /// empty for a tool that is not registered.
     ///
-    /// An MCP result gives its `structuredContent`, else its text parsed as
-    /// JSON, else `{"result": text}`; a skill gives its JSON output. A value
-    /// that is not an object lands under `args.result`.
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) {
+    /// let run = host.call(&skillhost::Caller::Operator, "text.word_count",
+    ///     serde_json::json!({"text": "a b"}), &Default::default()).await;
+    /// assert_eq!(run.server(), "skill:text-tools");
+    /// # }
+    /// ```
+    pub fn server(&self) -> String {
+        self.provider
+            .as_ref()
+            .map(Provider::to_string)
+            .unwrap_or_default()
+    }
+
+    /// The handoff this run passes to the next tool: its result's data
+    /// ([`RunOutput::data`]) as the next call's `args`, with every local
+    /// path removed ([`StructuredHandoff::from_mcp_result`]), so that no
+    /// host path an MCP server (or a skill) put in its result is ever
+    /// copied on. `None` unless the run ended `ok`. A value that is not an
+    /// object lands under `args.result`.
     ///
     /// ```no_run
     /// # async fn f(host: skillhost::Host) {
@@ -150,631 +241,8 @@ impl RunReport {
         if self.outcome != Outcome::Ok {
             return None;
         }
-        let output = self.output.as_ref()?;
-        let value = if self
-            .server
-            .starts_with(crate::registry::SKILL_SERVER_PREFIX)
-        {
-            output.clone()
-        } else {
-            mcp_result_value(output)
-        };
-        Some(StructuredHandoff::from_mcp_result(&value, Vec::new()))
-    }
-}
-
-/// The data of an MCP `CallToolResult` (as JSON): `structuredContent`, else
-/// the text content parsed as JSON, else the text under `result`.
-fn mcp_result_value(result: &Value) -> Value {
-    let Ok(result) = serde_json::from_value::<skillhost_mcp::CallToolResult>(result.clone()) else {
-        return result.clone();
-    };
-    if let Some(structured) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
-        return structured.clone();
-    }
-    let text = skillhost_mcp::text_content(&result);
-    serde_json::from_str(&text).unwrap_or(Value::String(text))
-}
-
-/// Where a call comes from inside the host (an outer call's `invoke`).
-#[derive(Clone)]
-pub(crate) struct Parent {
-    run_id: String,
-    /// The calling skill's name.
-    skill: String,
-    depth: u32,
-    deadline: Instant,
-}
-
-/// The outcome of executing a tool, before recording.
-struct Executed {
-    outcome: Outcome,
-    output: Option<Value>,
-    error: Option<String>,
-    trap: Option<TrapReason>,
-}
-
-impl Executed {
-    fn failed(outcome: Outcome, error: impl Into<String>) -> Executed {
-        Executed {
-            outcome,
-            output: None,
-            error: Some(error.into()),
-            trap: None,
-        }
-    }
-}
-
-/// A run being made: the fields every outcome records.
-struct Pending {
-    run_id: String,
-    created_at_ms: i64,
-    caller: Caller,
-    tool: String,
-    server: String,
-    parent: Option<Parent>,
-    input_refs: Vec<String>,
-    approval: Option<&'static str>,
-    start: Instant,
-    /// The caller cancelled the call while it executed (counted as
-    /// `cancelled` in the metrics).
-    cancelled: bool,
-}
-
-impl HostInner {
-    /// The whole call path. `approved` is set when an operator approved
-    /// this exact run (its id is reused and confirmation is skipped).
-    pub(super) async fn call(
-        self: &Arc<Self>,
-        caller: &Caller,
-        tool: &str,
-        args: Value,
-        req: &CallRequest,
-        parent: Option<Parent>,
-        approved: Option<(String, i64)>,
-    ) -> RunReport {
-        let (run_id, created_at_ms) = approved.clone().unwrap_or_else(|| (new_run_id(), now_ms()));
-        let mut run = Pending {
-            run_id,
-            created_at_ms,
-            caller: caller.clone(),
-            tool: tool.to_string(),
-            server: String::new(),
-            parent,
-            input_refs: req.input_refs.clone(),
-            approval: approved.as_ref().map(|_| "approved"),
-            start: Instant::now(),
-            cancelled: false,
-        };
-        let mut reg = match self.registry() {
-            Ok(r) => r,
-            Err(e) => {
-                let failure =
-                    Executed::failed(Outcome::Error, format!("cannot read the host state: {e:#}"));
-                return self.finish(run, failure);
-            }
-        };
-        // An MCP tool of a configured server whose tools this host has
-        // never seen: start the server (its discovery registers them).
-        if !reg.entries.contains_key(tool)
-            && let Some((server, _)) = tool.split_once('.')
-            && reg.servers.get(server).is_some_and(|s| s.enabled)
-            && self.mcp.status(server).is_none()
-        {
-            if let Err(e) = self.ensure_server(server).await {
-                return self.finish(run, Executed::failed(Outcome::Error, e));
-            }
-            if let Ok(r) = self.registry() {
-                reg = r;
-            }
-        }
-        let entry = match authorize(&reg, caller, tool, run.parent.as_ref()) {
-            Ok(e) => e,
-            Err((outcome, message, server)) => {
-                run.server = server;
-                return self.finish(run, Executed::failed(outcome, message));
-            }
-        };
-        run.server = entry.spec.server.clone();
-        if let Err(problems) = entry.input.check(&args) {
-            let message = format!(
-                "arguments do not match the input schema of `{tool}`: {}",
-                problems.join("; ")
-            );
-            return self.finish(run, Executed::failed(Outcome::Error, message));
-        }
-        if let Err(message) = self.check_refs(&req.input_refs) {
-            return self.finish(run, Executed::failed(Outcome::Error, message));
-        }
-        if entry.spec.requires_confirmation && !req.confirmed && approved.is_none() {
-            if run.parent.is_some() {
-                let message = format!(
-                    "`{tool}` requires confirmation, so a skill cannot call it through `invoke`; \
-                     call it directly and approve the run"
-                );
-                return self.finish(run, Executed::failed(Outcome::Denied, message));
-            }
-            return self.wait_for_approval(run, &args);
-        }
-        let executed = self.execute(&reg, &entry, &run, &args, req).await;
-        run.cancelled = req.cancel.as_ref().is_some_and(|c| c.is_cancelled());
-        self.finish(run, executed)
-    }
-
-    fn check_refs(&self, refs: &[String]) -> Result<(), String> {
-        if refs.is_empty() {
-            return Ok(());
-        }
-        let store = lock(&self.store);
-        for r in refs {
-            if !RefBlobs::valid_id(r) {
-                return Err(format!(
-                    "input ref {:?} is not a ref id (`skillhost refs add FILE` prints one)",
-                    crate::escape::escape_control(r, 80, false)
-                ));
-            }
-            match store.ref_record(r) {
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    return Err(format!(
-                        "input ref `{r}` does not exist (`skillhost refs list`)"
-                    ));
-                }
-                Err(e) => return Err(format!("cannot read refs: {e}")),
-            }
-        }
-        Ok(())
-    }
-
-    fn wait_for_approval(&self, run: Pending, args: &Value) -> RunReport {
-        let expires = run.created_at_ms + self.approval_ttl.as_millis() as i64;
-        let row = RunRow {
-            run_id: run.run_id.clone(),
-            parent_run_id: None,
-            persona: run.caller.persona_id().map(str::to_string),
-            tool: run.tool.clone(),
-            server: run.server.clone(),
-            outcome: Outcome::WaitingApproval,
-            approval: Some("pending"),
-            args: Some(args.to_string()),
-            input_refs: run.input_refs.clone(),
-            error: None,
-            created_at_ms: run.created_at_ms,
-            expires_at_ms: Some(expires),
-            duration_ms: None,
-        };
-        // Written now, not queued: another process may approve it next.
-        if let Err(e) = lock(&self.store).put_run(&row) {
-            let failure = Executed::failed(
-                Outcome::Error,
-                format!("cannot record the run for approval: {e}"),
-            );
-            return self.finish(run, failure);
-        }
-        self.metrics.record_call(
-            CallKind::of_server(&run.server),
-            CallOutcome::WaitingApproval,
-            None,
-            None,
-        );
-        let message = format!(
-            "`{}` needs confirmation: run {} is waiting_approval; approve it with `skillhost runs approve {}` \
-             or deny it with `skillhost runs deny {}`",
-            run.tool, run.run_id, run.run_id, run.run_id
-        );
-        self.emit(HostEvent {
-            at_ms: now_ms(),
-            kind: "call".into(),
-            run_id: Some(run.run_id.clone()),
-            persona: row.persona.clone(),
-            tool: Some(run.tool.clone()),
-            server: Some(run.server.clone()),
-            outcome: Some(Outcome::WaitingApproval),
-            duration_ms: Some(0),
-            detail: serde_json::json!({ "expires_at_ms": expires }),
-        });
-        RunReport {
-            run_id: run.run_id,
-            persona: row.persona,
-            tool: run.tool,
-            server: run.server,
-            outcome: Outcome::WaitingApproval,
-            output: None,
-            error: Some(message),
-            trap: None,
-            duration_ms: 0,
-            expires_at_ms: Some(expires),
-        }
-    }
-
-    async fn execute(
-        self: &Arc<Self>,
-        reg: &Registry,
-        entry: &Entry,
-        run: &Pending,
-        args: &Value,
-        req: &CallRequest,
-    ) -> Executed {
-        match &entry.provider {
-            Provider::Skill(name) => self.execute_skill(reg, entry, name, run, args, req).await,
-            Provider::Mcp(server) => self.execute_mcp(entry, server, args, req).await,
-        }
-    }
-
-    async fn execute_skill(
-        self: &Arc<Self>,
-        reg: &Registry,
-        entry: &Entry,
-        name: &str,
-        run: &Pending,
-        args: &Value,
-        req: &CallRequest,
-    ) -> Executed {
-        let skill = match self.skill(reg, name) {
-            Ok(s) => s,
-            Err(e) => return Executed::failed(Outcome::Error, e),
-        };
-        let limits = match skill.limits(&req.limits) {
-            Ok(l) => l,
-            Err(e) => return Executed::failed(Outcome::Error, e.to_string()),
-        };
-        let invoker: Arc<dyn Invoker> = Arc::new(HostInvoker {
-            host: Arc::downgrade(self),
-            caller: run.caller.clone(),
-            run_id: run.run_id.clone(),
-            skill: name.to_string(),
-        });
-        let refs: Option<Arc<dyn RefReader>> = if req.input_refs.is_empty() {
-            None
-        } else {
-            Some(Arc::new(CallRefs {
-                allowed: req.input_refs.clone(),
-                host: Arc::downgrade(self),
-            }))
-        };
-        let opts = CallOptions {
-            limits,
-            config: skill.config(),
-            invoker: Some(invoker),
-            depth: run.parent.as_ref().map_or(0, |p| p.depth),
-            not_after: run.parent.as_ref().map(|p| p.deadline),
-            refs,
-        };
-        let call = skill.run_validated(&entry.spec.tool, args, &opts);
-        let result = match &req.cancel {
-            Some(cancel) => tokio::select! {
-                r = call => r,
-                _ = cancel.cancelled() => {
-                    return Executed::failed(Outcome::Error, "cancelled by the caller");
-                }
-            },
-            None => call.await,
-        };
-        match result {
-            Ok(out) => Executed {
-                outcome: Outcome::Ok,
-                output: Some(out.output),
-                error: None,
-                trap: None,
-            },
-            Err(e) => {
-                let message = e.to_string();
-                let (outcome, trap) = match &e.failure {
-                    CallFailure::Tool {
-                        error: ToolError::Denied(_),
-                    } => (Outcome::Denied, None),
-                    CallFailure::Tool { .. } | CallFailure::Busy { .. } => (Outcome::Error, None),
-                    CallFailure::Trapped {
-                        reason: TrapReason::Deadline,
-                        ..
-                    } => (Outcome::Timeout, Some(TrapReason::Deadline)),
-                    CallFailure::Trapped { reason, .. } => (Outcome::Trapped, Some(*reason)),
-                };
-                Executed {
-                    outcome,
-                    output: None,
-                    error: Some(message),
-                    trap,
-                }
-            }
-        }
-    }
-
-    async fn execute_mcp(
-        &self,
-        entry: &Entry,
-        server: &str,
-        args: &Value,
-        req: &CallRequest,
-    ) -> Executed {
-        if !req.input_refs.is_empty() {
-            return Executed::failed(
-                Outcome::Error,
-                format!(
-                    "`{}` is an MCP tool and cannot read input refs; pass refs to skill tools",
-                    entry.spec.name
-                ),
-            );
-        }
-        if let Err(e) = self.ensure_server(server).await {
-            return Executed::failed(Outcome::Error, e);
-        }
-        match self
-            .mcp
-            .call(
-                &entry.spec.name,
-                args.clone(),
-                req.cancel.clone(),
-                req.progress.clone(),
-            )
-            .await
-        {
-            Ok(result) => {
-                let output = serde_json::to_value(&result).ok();
-                if result.is_error == Some(true) {
-                    let text = skillhost_mcp::text_content(&result);
-                    return Executed {
-                        outcome: Outcome::Error,
-                        output,
-                        error: Some(format!("`{}` returned an error: {text}", entry.spec.name)),
-                        trap: None,
-                    };
-                }
-                if let Some(schema) = &entry.output {
-                    let structured = result.structured_content.clone().unwrap_or(Value::Null);
-                    if let Err(problems) = schema.check(&structured) {
-                        return Executed {
-                            outcome: Outcome::Error,
-                            output,
-                            error: Some(format!(
-                                "the result of `{}` does not match its output schema: {}",
-                                entry.spec.name,
-                                problems.join("; ")
-                            )),
-                            trap: None,
-                        };
-                    }
-                }
-                Executed {
-                    outcome: Outcome::Ok,
-                    output,
-                    error: None,
-                    trap: None,
-                }
-            }
-            Err(e) => match e.timeout_json() {
-                Some(t) => Executed::failed(Outcome::Timeout, t.to_string()),
-                None => Executed::failed(Outcome::Error, e.to_string()),
-            },
-        }
-    }
-
-    /// Records the run and its event; returns the report.
-    fn finish(&self, run: Pending, done: Executed) -> RunReport {
-        let duration = run.start.elapsed();
-        self.metrics.record_call(
-            CallKind::of_server(&run.server),
-            CallOutcome::of(done.outcome, run.cancelled),
-            done.trap,
-            Some(duration),
-        );
-        let duration_ms = duration.as_millis() as i64;
-        let persona = run.caller.persona_id().map(str::to_string);
-        let error = done.error.map(|e| self.redact(&e));
-        let mut detail = serde_json::Map::new();
-        if let Some(e) = &error {
-            detail.insert("error".into(), Value::String(e.clone()));
-        }
-        if let Some(p) = &run.parent {
-            detail.insert("parent_run_id".into(), Value::String(p.run_id.clone()));
-        }
-        if let Some(t) = done.trap {
-            detail.insert("trap".into(), Value::String(t.as_str().into()));
-        }
-        let row = RunRow {
-            run_id: run.run_id.clone(),
-            parent_run_id: run.parent.as_ref().map(|p| p.run_id.clone()),
-            persona: persona.clone(),
-            tool: run.tool.clone(),
-            server: run.server.clone(),
-            outcome: done.outcome,
-            approval: run.approval,
-            args: None,
-            input_refs: run.input_refs,
-            error: error.clone(),
-            created_at_ms: run.created_at_ms,
-            expires_at_ms: None,
-            duration_ms: Some(duration_ms),
-        };
-        self.emit_run(
-            row,
-            HostEvent {
-                at_ms: now_ms(),
-                kind: "call".into(),
-                run_id: Some(run.run_id.clone()),
-                persona: persona.clone(),
-                tool: Some(run.tool.clone()),
-                server: Some(run.server.clone()),
-                outcome: Some(done.outcome),
-                duration_ms: Some(duration_ms),
-                detail: Value::Object(detail),
-            },
-        );
-        RunReport {
-            run_id: run.run_id,
-            persona,
-            tool: run.tool,
-            server: run.server,
-            outcome: done.outcome,
-            output: done.output,
-            error,
-            trap: done.trap,
-            duration_ms: duration.as_millis() as u64,
-            expires_at_ms: None,
-        }
-    }
-}
-
-/// Authorizes one call: the tool is registered, the persona exists and
-/// may use it, a skill's `invoke` names a tool of its `tool_names`, and
-/// the tool is not disabled. Errors carry the outcome, the message and the
-/// server (when known).
-fn authorize(
-    reg: &Registry,
-    caller: &Caller,
-    tool: &str,
-    parent: Option<&Parent>,
-) -> Result<Arc<Entry>, (Outcome, String, String)> {
-    let shown = crate::escape::escape_control(tool, 128, false);
-    if let Some(p) = parent {
-        let declared = reg
-            .skills
-            .get(&p.skill)
-            .and_then(|s| s.manifest.as_ref())
-            .is_some_and(|m| m.tool_names.iter().any(|n| n == tool));
-        if !declared {
-            let server = reg
-                .entries
-                .get(tool)
-                .map(|e| e.spec.server.clone())
-                .unwrap_or_default();
-            return Err((
-                Outcome::Denied,
-                format!(
-                    "skill `{}` did not declare `{shown}` in its tool_names",
-                    p.skill
-                ),
-                server,
-            ));
-        }
-    }
-    let entry = reg.entries.get(tool).cloned();
-    if let Caller::Persona(p) = caller {
-        if !reg.personas.contains(p) {
-            return Err((
-                Outcome::Denied,
-                format!("there is no persona `{p}` (`skillhost personas add {p}` creates it)"),
-                entry.map(|e| e.spec.server.clone()).unwrap_or_default(),
-            ));
-        }
-        match &entry {
-            Some(e) if reg.visible(Some(p), e) => {}
-            _ => {
-                return Err((
-                    Outcome::Denied,
-                    format!(
-                        "persona `{p}` may not use `{shown}`; `skillhost why --persona {p} {shown}` \
-                         names the missing grant"
-                    ),
-                    entry.map(|e| e.spec.server.clone()).unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    let Some(entry) = entry else {
-        return Err((
-            Outcome::Error,
-            reg.unregistered_reason(tool).unwrap_or_else(|| {
-                format!(
-                    "no tool named `{shown}` is registered (`skillhost tools list` shows them all)"
-                )
-            }),
-            String::new(),
-        ));
-    };
-    if let Some(why) = &entry.disabled {
-        return Err((Outcome::Error, why.clone(), entry.spec.server.clone()));
-    }
-    Ok(entry)
-}
-
-/// What `host.invoke` reaches from a skill running inside a host call: the
-/// same path as any call, as the same caller, limited to the calling
-/// skill's `tool_names`.
-struct HostInvoker {
-    host: Weak<HostInner>,
-    caller: Caller,
-    run_id: String,
-    skill: String,
-}
-
-impl Invoker for HostInvoker {
-    fn invoke(&self, req: InvokeRequest) -> InvokeFuture {
-        let host = self.host.upgrade();
-        let caller = self.caller.clone();
-        let parent = Parent {
-            run_id: self.run_id.clone(),
-            skill: self.skill.clone(),
-            depth: req.depth,
-            deadline: req.deadline,
-        };
-        Box::pin(async move {
-            let Some(host) = host else {
-                return Err(ToolError::Failed("the host is shutting down".into()));
-            };
-            let args: Value = serde_json::from_str(&req.arguments_json).map_err(|e| {
-                ToolError::InvalidInput(format!("arguments for `{}` are not JSON: {e}", req.tool))
-            })?;
-            let report = Box::pin(host.call(
-                &caller,
-                &req.tool,
-                args,
-                &CallRequest::default(),
-                Some(parent),
-                None,
-            ))
-            .await;
-            let message = report.error.unwrap_or_default();
-            match report.outcome {
-                Outcome::Ok => Ok(report.output.unwrap_or(Value::Null).to_string()),
-                Outcome::Denied => Err(ToolError::Denied(message)),
-                _ => Err(ToolError::Failed(message)),
-            }
-        })
-    }
-}
-
-/// What `host.read-ref` reads in one call: only the refs passed to it.
-struct CallRefs {
-    allowed: Vec<String>,
-    host: Weak<HostInner>,
-}
-
-impl RefReader for CallRefs {
-    fn read(&self, reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolError> {
-        if !self.allowed.iter().any(|r| r == reference) {
-            return Err(ToolError::Denied(format!(
-                "reference `{}` was not passed to this call",
-                crate::escape::escape_control(reference, 128, false)
-            )));
-        }
-        let Some(host) = self.host.upgrade() else {
-            return Err(ToolError::Failed("the host is shutting down".into()));
-        };
-        host.refs
-            .read_at(reference, offset, len)
-            .map_err(|e| ToolError::Failed(format!("{e:#}")))
-    }
-}
-
-impl HostInner {
-    /// The loaded skill of this name (compiled once per digest).
-    fn skill(&self, reg: &Registry, name: &str) -> Result<Skill, String> {
-        let info = reg
-            .skills
-            .get(name)
-            .ok_or_else(|| format!("skill `{name}` is not installed"))?;
-        if let Some((digest, skill)) = lock(&self.loaded).get(name)
-            && *digest == info.entry.digest
-        {
-            return Ok(skill.clone());
-        }
-        let skill = info
-            .entry
-            .load(&self.sandbox)
-            .map_err(|e| format!("cannot load skill `{name}`: {e}"))?;
-        lock(&self.loaded).insert(name.to_string(), (info.entry.digest.clone(), skill.clone()));
-        Ok(skill)
+        let data = self.output.as_ref()?.data();
+        Some(StructuredHandoff::from_mcp_result(&data, Vec::new()))
     }
 }
 
@@ -833,5 +301,691 @@ impl Host {
         Ok(self
             .call(caller, tool, Value::Object(handoff.args.clone()), &req)
             .await)
+    }
+}
+
+/// Where a call comes from inside the host (an outer call's `invoke`).
+#[derive(Clone)]
+pub(crate) struct Parent {
+    pub(super) run_id: String,
+    /// The calling skill's name.
+    pub(super) skill: String,
+    pub(super) depth: u32,
+    pub(super) deadline: Instant,
+}
+
+/// Why the authorization step refused a call.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    /// A skill's `invoke` named a tool its manifest does not list.
+    #[error("skill `{skill}` did not declare `{tool}` in its tool_names")]
+    Undeclared { skill: String, tool: String },
+    /// The calling persona does not exist.
+    #[error("there is no persona `{0}` (`skillhost personas add {0}` creates it)")]
+    NoPersona(String),
+    /// The persona may not use the tool (or it does not exist).
+    #[error(
+        "persona `{persona}` may not use `{tool}`; `skillhost why --persona {persona} {tool}` \
+         names the missing grant"
+    )]
+    NotGranted { persona: String, tool: String },
+    /// No tool of that name is registered; the text says why.
+    #[error("{0}")]
+    Unregistered(String),
+    /// The tool is registered but cannot be called (its definition changed
+    /// since it was approved).
+    #[error("{0}")]
+    Disabled(String),
+}
+
+impl Refusal {
+    fn outcome(&self) -> Outcome {
+        match self {
+            Refusal::Undeclared { .. } | Refusal::NoPersona(_) | Refusal::NotGranted { .. } => {
+                Outcome::Denied
+            }
+            Refusal::Unregistered(_) | Refusal::Disabled(_) => Outcome::Error,
+        }
+    }
+}
+
+/// Why a call stopped before its tool gave a result: recorded as the run's
+/// outcome and error.
+#[derive(Debug, thiserror::Error)]
+enum Stop {
+    /// The host's state could not be read.
+    #[error("cannot read the host state: {0:#}")]
+    State(anyhow::Error),
+    /// The authorization step refused it.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The arguments do not match the tool's input schema.
+    #[error("arguments do not match the input schema of `{tool}`: {problems}")]
+    Arguments { tool: String, problems: String },
+    /// An input ref is not one, or does not exist.
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    /// A skill's `invoke` of a tool that needs confirmation.
+    #[error(
+        "`{0}` requires confirmation, so a skill cannot call it through `invoke`; call it \
+         directly and approve the run"
+    )]
+    ConfirmationInInvoke(String),
+    /// The run could not be recorded to wait for approval.
+    #[error("cannot record the run for approval: {0}")]
+    Record(rusqlite::Error),
+    /// The tool's MCP server could not be started or reached.
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    /// The tool's skill could not be loaded.
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+    /// The caller cancelled the call.
+    #[error("cancelled by the caller")]
+    Cancelled,
+}
+
+impl Stop {
+    fn outcome(&self) -> Outcome {
+        match self {
+            Stop::Refused(r) => r.outcome(),
+            Stop::ConfirmationInInvoke(_) => Outcome::Denied,
+            _ => Outcome::Error,
+        }
+    }
+}
+
+/// The outcome of executing a tool, before recording.
+struct Executed {
+    outcome: Outcome,
+    output: Option<RunOutput>,
+    error: Option<String>,
+    trap: Option<TrapReason>,
+}
+
+impl Executed {
+    fn failed(outcome: Outcome, error: impl Into<String>) -> Executed {
+        Executed {
+            outcome,
+            output: None,
+            error: Some(error.into()),
+            trap: None,
+        }
+    }
+}
+
+impl From<Stop> for Executed {
+    fn from(stop: Stop) -> Executed {
+        Executed::failed(stop.outcome(), stop.to_string())
+    }
+}
+
+/// A run being made: the fields every outcome records.
+pub(super) struct Pending {
+    pub(super) run_id: String,
+    pub(super) created_at_ms: i64,
+    pub(super) caller: Caller,
+    pub(super) tool: String,
+    pub(super) provider: Option<Provider>,
+    pub(super) parent: Option<Parent>,
+    pub(super) input_refs: Vec<String>,
+    pub(super) approval: Option<Approval>,
+    pub(super) start: Instant,
+    /// The caller cancelled the call while it executed (counted as
+    /// `cancelled` in the metrics).
+    pub(super) cancelled: bool,
+}
+
+impl Pending {
+    /// The `server` column: `skill:<name>`, the MCP server, or empty.
+    pub(super) fn server(&self) -> String {
+        self.provider
+            .as_ref()
+            .map(Provider::to_string)
+            .unwrap_or_default()
+    }
+}
+
+impl HostInner {
+    /// The whole call path. `approved` is set when this exact run was
+    /// approved (its id is reused and confirmation is skipped).
+    pub(super) async fn call(
+        self: &Arc<Self>,
+        caller: &Caller,
+        tool: &str,
+        args: Value,
+        req: &CallRequest,
+        parent: Option<Parent>,
+        approved: Option<(String, i64)>,
+    ) -> RunReport {
+        let (run_id, created_at_ms) = approved.clone().unwrap_or_else(|| (new_run_id(), now_ms()));
+        let mut run = Pending {
+            run_id,
+            created_at_ms,
+            caller: caller.clone(),
+            tool: tool.to_string(),
+            provider: None,
+            parent,
+            input_refs: req.input_refs.clone(),
+            approval: approved.as_ref().map(|_| Approval::Approved),
+            start: Instant::now(),
+            cancelled: false,
+        };
+        let mut reg = match self.registry() {
+            Ok(r) => r,
+            Err(e) => return self.finish(run, Stop::State(e).into()),
+        };
+        // An MCP tool of a configured server whose tools this host has
+        // never seen: start the server (its discovery registers them).
+        if !reg.entries.contains_key(tool)
+            && let Some((server, _)) = tool.split_once('.')
+            && reg.servers.get(server).is_some_and(|s| s.enabled)
+            && self.mcp.status(server).is_none()
+        {
+            if let Err(e) = self.ensure_server(server).await {
+                return self.finish(run, Stop::Server(e).into());
+            }
+            if let Ok(r) = self.registry() {
+                reg = r;
+            }
+        }
+        let entry = match authorize(&reg, caller, tool, run.parent.as_ref()) {
+            Ok(e) => e,
+            Err((refusal, provider)) => {
+                run.provider = provider;
+                return self.finish(run, Stop::Refused(refusal).into());
+            }
+        };
+        run.provider = Some(entry.spec.provider.clone());
+        if let Err(problems) = entry.input.check(&args) {
+            let stop = Stop::Arguments {
+                tool: tool.to_string(),
+                problems: problems.join("; "),
+            };
+            return self.finish(run, stop.into());
+        }
+        if let Err(e) = self.check_refs(&req.input_refs) {
+            return self.finish(run, Stop::Ref(e).into());
+        }
+        if entry.spec.requires_confirmation && !req.confirmed && approved.is_none() {
+            if run.parent.is_some() {
+                return self.finish(run, Stop::ConfirmationInInvoke(tool.to_string()).into());
+            }
+            return self.wait_for_approval(run, &args);
+        }
+        let executed = self.execute(&reg, &entry, &run, &args, req).await;
+        run.cancelled = req.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+        self.finish(run, executed)
+    }
+
+    /// Every input ref is a ref id that exists.
+    fn check_refs(&self, refs: &[String]) -> Result<(), RefError> {
+        if refs.is_empty() {
+            return Ok(());
+        }
+        let store = lock(&self.store);
+        for r in refs {
+            if !RefBlobs::valid_id(r) {
+                return Err(RefError::Invalid(format!(
+                    "input ref {:?} is not a ref id (`skillhost refs add FILE` prints one)",
+                    crate::escape::escape_control(r, 80, false)
+                )));
+            }
+            match store.ref_record(r) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return Err(RefError::NotFound(format!(
+                        "input ref `{r}` does not exist (`skillhost refs list`)"
+                    )));
+                }
+                Err(e) => {
+                    return Err(RefError::State(
+                        anyhow::anyhow!("cannot read refs: {e}").into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_for_approval(&self, run: Pending, args: &Value) -> RunReport {
+        let expires = run.created_at_ms + self.approval_ttl.as_millis() as i64;
+        let row = RunRow {
+            run_id: run.run_id.clone(),
+            parent_run_id: None,
+            persona: run.caller.persona_id().map(str::to_string),
+            tool: run.tool.clone(),
+            server: run.server(),
+            outcome: Outcome::WaitingApproval,
+            approval: Some(Approval::Pending),
+            args: Some(args.to_string()),
+            input_refs: run.input_refs.clone(),
+            error: None,
+            created_at_ms: run.created_at_ms,
+            expires_at_ms: Some(expires),
+            duration_ms: None,
+        };
+        // Written now, not queued: another process may approve it next.
+        if let Err(e) = lock(&self.store).put_run(&row) {
+            return self.finish(run, Stop::Record(e).into());
+        }
+        self.metrics.record_call(
+            CallKind::of(run.provider.as_ref()),
+            CallOutcome::WaitingApproval,
+            None,
+            None,
+        );
+        let message = format!(
+            "`{}` needs confirmation: run {} is waiting_approval; approve it with `skillhost runs approve {}` \
+             or deny it with `skillhost runs deny {}`",
+            run.tool, run.run_id, run.run_id, run.run_id
+        );
+        self.emit(HostEvent {
+            at_ms: now_ms(),
+            kind: "call".into(),
+            run_id: Some(run.run_id.clone()),
+            persona: row.persona.clone(),
+            tool: Some(run.tool.clone()),
+            server: Some(run.server()),
+            outcome: Some(Outcome::WaitingApproval),
+            duration_ms: Some(0),
+            detail: serde_json::json!({ "expires_at_ms": expires }),
+        });
+        RunReport {
+            run_id: run.run_id,
+            persona: row.persona,
+            tool: run.tool,
+            provider: run.provider,
+            outcome: Outcome::WaitingApproval,
+            output: None,
+            error: Some(message),
+            trap: None,
+            duration_ms: 0,
+            expires_at_ms: Some(expires),
+        }
+    }
+
+    async fn execute(
+        self: &Arc<Self>,
+        reg: &Registry,
+        entry: &Entry,
+        run: &Pending,
+        args: &Value,
+        req: &CallRequest,
+    ) -> Executed {
+        match &entry.spec.provider {
+            Provider::Skill(name) => self.execute_skill(reg, entry, name, run, args, req).await,
+            Provider::Mcp(server) => self.execute_mcp(entry, server, args, req).await,
+        }
+    }
+
+    async fn execute_skill(
+        self: &Arc<Self>,
+        reg: &Registry,
+        entry: &Entry,
+        name: &str,
+        run: &Pending,
+        args: &Value,
+        req: &CallRequest,
+    ) -> Executed {
+        let skill = match self.skill(reg, name) {
+            Ok(s) => s,
+            Err(e) => return Stop::Skill(e).into(),
+        };
+        let limits = match skill.limits(&req.limits) {
+            Ok(l) => l,
+            Err(e) => return Executed::failed(Outcome::Error, e.to_string()),
+        };
+        let invoker: Arc<dyn Invoker> = Arc::new(HostInvoker::new(self, run, name));
+        let refs: Option<Arc<dyn RefReader>> = if req.input_refs.is_empty() {
+            None
+        } else {
+            Some(Arc::new(CallRefs::new(self, &req.input_refs)))
+        };
+        let opts = CallOptions {
+            limits,
+            config: skill.config(),
+            invoker: Some(invoker),
+            depth: run.parent.as_ref().map_or(0, |p| p.depth),
+            not_after: run.parent.as_ref().map(|p| p.deadline),
+            refs,
+        };
+        let call = skill.run_validated(&entry.spec.tool, args, &opts);
+        let result = match &req.cancel {
+            Some(cancel) => tokio::select! {
+                r = call => r,
+                _ = cancel.cancelled() => return Stop::Cancelled.into(),
+            },
+            None => call.await,
+        };
+        match result {
+            Ok(out) => Executed {
+                outcome: Outcome::Ok,
+                output: Some(RunOutput::Skill(out.output)),
+                error: None,
+                trap: None,
+            },
+            Err(e) => {
+                let message = e.to_string();
+                let (outcome, trap) = match &e.failure {
+                    CallFailure::Tool {
+                        error: ToolError::Denied(_),
+                    } => (Outcome::Denied, None),
+                    CallFailure::Tool { .. } | CallFailure::Busy { .. } => (Outcome::Error, None),
+                    CallFailure::Trapped {
+                        reason: TrapReason::Deadline,
+                        ..
+                    } => (Outcome::Timeout, Some(TrapReason::Deadline)),
+                    CallFailure::Trapped { reason, .. } => (Outcome::Trapped, Some(*reason)),
+                };
+                Executed {
+                    outcome,
+                    output: None,
+                    error: Some(message),
+                    trap,
+                }
+            }
+        }
+    }
+
+    async fn execute_mcp(
+        &self,
+        entry: &Entry,
+        server: &str,
+        args: &Value,
+        req: &CallRequest,
+    ) -> Executed {
+        if !req.input_refs.is_empty() {
+            return Executed::failed(
+                Outcome::Error,
+                format!(
+                    "`{}` is an MCP tool and cannot read input refs; pass refs to skill tools",
+                    entry.spec.name
+                ),
+            );
+        }
+        if let Err(e) = self.ensure_server(server).await {
+            return Stop::Server(e).into();
+        }
+        match self
+            .mcp
+            .call(
+                &entry.spec.name,
+                args.clone(),
+                req.cancel.clone(),
+                req.progress.clone(),
+            )
+            .await
+        {
+            Ok(result) => {
+                if result.is_error == Some(true) {
+                    let text = skillhost_mcp::text_content(&result);
+                    return Executed {
+                        outcome: Outcome::Error,
+                        output: Some(RunOutput::Mcp(result)),
+                        error: Some(format!("`{}` returned an error: {text}", entry.spec.name)),
+                        trap: None,
+                    };
+                }
+                if let Some(schema) = &entry.output {
+                    let structured = result.structured_content.clone().unwrap_or(Value::Null);
+                    if let Err(problems) = schema.check(&structured) {
+                        return Executed {
+                            outcome: Outcome::Error,
+                            output: Some(RunOutput::Mcp(result)),
+                            error: Some(format!(
+                                "the result of `{}` does not match its output schema: {}",
+                                entry.spec.name,
+                                problems.join("; ")
+                            )),
+                            trap: None,
+                        };
+                    }
+                }
+                Executed {
+                    outcome: Outcome::Ok,
+                    output: Some(RunOutput::Mcp(result)),
+                    error: None,
+                    trap: None,
+                }
+            }
+            Err(e) => match e.timeout_text() {
+                Some(t) => Executed::failed(Outcome::Timeout, t),
+                None => Executed::failed(Outcome::Error, e.to_string()),
+            },
+        }
+    }
+
+    /// Records the run and its event; returns the report.
+    fn finish(&self, run: Pending, done: Executed) -> RunReport {
+        let duration = run.start.elapsed();
+        self.metrics.record_call(
+            CallKind::of(run.provider.as_ref()),
+            CallOutcome::of(done.outcome, run.cancelled),
+            done.trap,
+            Some(duration),
+        );
+        let duration_ms = duration.as_millis() as i64;
+        let persona = run.caller.persona_id().map(str::to_string);
+        let error = done.error.map(|e| self.redact(&e));
+        let mut detail = serde_json::Map::new();
+        if let Some(e) = &error {
+            detail.insert("error".into(), Value::String(e.clone()));
+        }
+        if let Some(p) = &run.parent {
+            detail.insert("parent_run_id".into(), Value::String(p.run_id.clone()));
+        }
+        if let Some(t) = done.trap {
+            detail.insert("trap".into(), Value::String(t.as_str().into()));
+        }
+        let server = run.server();
+        let row = RunRow {
+            run_id: run.run_id.clone(),
+            parent_run_id: run.parent.as_ref().map(|p| p.run_id.clone()),
+            persona: persona.clone(),
+            tool: run.tool.clone(),
+            server: server.clone(),
+            outcome: done.outcome,
+            approval: run.approval,
+            args: None,
+            input_refs: run.input_refs,
+            error: error.clone(),
+            created_at_ms: run.created_at_ms,
+            expires_at_ms: None,
+            duration_ms: Some(duration_ms),
+        };
+        self.emit_run(
+            row,
+            HostEvent {
+                at_ms: now_ms(),
+                kind: "call".into(),
+                run_id: Some(run.run_id.clone()),
+                persona: persona.clone(),
+                tool: Some(run.tool.clone()),
+                server: Some(server),
+                outcome: Some(done.outcome),
+                duration_ms: Some(duration_ms),
+                detail: Value::Object(detail),
+            },
+        );
+        RunReport {
+            run_id: run.run_id,
+            persona,
+            tool: run.tool,
+            provider: run.provider,
+            outcome: done.outcome,
+            output: done.output,
+            error,
+            trap: done.trap,
+            duration_ms: duration.as_millis() as u64,
+            expires_at_ms: None,
+        }
+    }
+
+    /// The loaded skill of this name (compiled once per digest).
+    fn skill(&self, reg: &Registry, name: &str) -> Result<Skill, SkillError> {
+        let Some(info) = reg.skills.get(name) else {
+            return Err(SkillError::Mismatch {
+                skill: name.to_string(),
+                message: "is not installed".into(),
+            });
+        };
+        if let Some((digest, skill)) = lock(&self.loaded).get(name)
+            && *digest == info.entry.digest
+        {
+            return Ok(skill.clone());
+        }
+        let skill = info.entry.load(&self.sandbox)?;
+        lock(&self.loaded).insert(name.to_string(), (info.entry.digest.clone(), skill.clone()));
+        Ok(skill)
+    }
+}
+
+/// Authorizes one call: the tool is registered, the persona exists and
+/// may use it, a skill's `invoke` names a tool of its `tool_names`, and
+/// the tool is not disabled. A refusal comes with the tool's provider,
+/// when it is registered (the run records it).
+fn authorize(
+    reg: &Registry,
+    caller: &Caller,
+    tool: &str,
+    parent: Option<&Parent>,
+) -> Result<Arc<Entry>, (Refusal, Option<Provider>)> {
+    let shown = crate::escape::escape_control(tool, 128, false);
+    let entry = reg.entries.get(tool).cloned();
+    let provider = entry.as_ref().map(|e| e.spec.provider.clone());
+    if let Some(p) = parent {
+        let declared = reg
+            .skills
+            .get(&p.skill)
+            .and_then(|s| s.manifest.as_ref())
+            .is_some_and(|m| m.tool_names.iter().any(|n| n == tool));
+        if !declared {
+            let refusal = Refusal::Undeclared {
+                skill: p.skill.clone(),
+                tool: shown,
+            };
+            return Err((refusal, provider));
+        }
+    }
+    if let Caller::Persona(p) = caller {
+        if !reg.personas.contains(p) {
+            return Err((Refusal::NoPersona(p.clone()), provider));
+        }
+        match &entry {
+            Some(e) if reg.visible(Some(p), e) => {}
+            _ => {
+                let refusal = Refusal::NotGranted {
+                    persona: p.clone(),
+                    tool: shown,
+                };
+                return Err((refusal, provider));
+            }
+        }
+    }
+    let Some(entry) = entry else {
+        let why = reg.unregistered_reason(tool).unwrap_or_else(|| {
+            format!("no tool named `{shown}` is registered (`skillhost tools list` shows them all)")
+        });
+        return Err((Refusal::Unregistered(why), None));
+    };
+    if let Some(why) = &entry.disabled {
+        return Err((Refusal::Disabled(why.clone()), provider));
+    }
+    Ok(entry)
+}
+
+/// What `host.invoke` reaches from a skill running inside a host call: the
+/// same path as any call, as the same caller, limited to the calling
+/// skill's `tool_names`.
+struct HostInvoker {
+    host: Weak<HostInner>,
+    caller: Caller,
+    run_id: String,
+    skill: String,
+}
+
+impl HostInvoker {
+    /// The invoker for run `run` of skill `skill`.
+    fn new(host: &Arc<HostInner>, run: &Pending, skill: &str) -> HostInvoker {
+        HostInvoker {
+            host: Arc::downgrade(host),
+            caller: run.caller.clone(),
+            run_id: run.run_id.clone(),
+            skill: skill.to_string(),
+        }
+    }
+}
+
+impl Invoker for HostInvoker {
+    fn invoke(&self, req: InvokeRequest) -> InvokeFuture {
+        let host = self.host.upgrade();
+        let caller = self.caller.clone();
+        let parent = Parent {
+            run_id: self.run_id.clone(),
+            skill: self.skill.clone(),
+            depth: req.depth,
+            deadline: req.deadline,
+        };
+        Box::pin(async move {
+            let Some(host) = host else {
+                return Err(ToolError::Failed("the host is shutting down".into()));
+            };
+            let args: Value = serde_json::from_str(&req.arguments_json).map_err(|e| {
+                ToolError::InvalidInput(format!("arguments for `{}` are not JSON: {e}", req.tool))
+            })?;
+            let report = Box::pin(host.call(
+                &caller,
+                &req.tool,
+                args,
+                &CallRequest::default(),
+                Some(parent),
+                None,
+            ))
+            .await;
+            let message = report.error.unwrap_or_default();
+            match report.outcome {
+                Outcome::Ok => Ok(report
+                    .output
+                    .map(|o| o.to_value())
+                    .unwrap_or(Value::Null)
+                    .to_string()),
+                Outcome::Denied => Err(ToolError::Denied(message)),
+                _ => Err(ToolError::Failed(message)),
+            }
+        })
+    }
+}
+
+/// What `host.read-ref` reads in one call: only the refs passed to it.
+struct CallRefs {
+    allowed: Vec<String>,
+    host: Weak<HostInner>,
+}
+
+impl CallRefs {
+    /// The refs `allowed` of one call.
+    fn new(host: &Arc<HostInner>, allowed: &[String]) -> CallRefs {
+        CallRefs {
+            allowed: allowed.to_vec(),
+            host: Arc::downgrade(host),
+        }
+    }
+}
+
+impl RefReader for CallRefs {
+    fn read(&self, reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolError> {
+        if !self.allowed.iter().any(|r| r == reference) {
+            return Err(ToolError::Denied(format!(
+                "reference `{}` was not passed to this call",
+                crate::escape::escape_control(reference, 128, false)
+            )));
+        }
+        let Some(host) = self.host.upgrade() else {
+            return Err(ToolError::Failed("the host is shutting down".into()));
+        };
+        host.refs
+            .read_at(reference, offset, len)
+            .map_err(|e| ToolError::Failed(format!("{e:#}")))
     }
 }

@@ -39,9 +39,10 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use skillhost_mcp::{ServerState, ServerStatus};
 
-use crate::registry::SKILL_SERVER_PREFIX;
+use super::{Host, lock};
+use crate::registry::Provider;
 use crate::sandbox::TrapReason;
-use crate::state::runs::Outcome;
+use crate::state::runs::{Outcome, now_ms};
 
 /// The `Content-Type` of the text [`crate::Host::metrics_text`] makes (the
 /// Prometheus text exposition format, version 0.0.4), which `GET /metrics`
@@ -78,15 +79,12 @@ pub(crate) enum CallKind {
 impl CallKind {
     const ALL: [CallKind; 3] = [CallKind::Wasm, CallKind::Mcp, CallKind::Unknown];
 
-    /// The kind of a run's `server`: `skill:NAME`, an MCP server's name, or
-    /// empty when no tool was found.
-    pub(crate) fn of_server(server: &str) -> CallKind {
-        if server.starts_with(SKILL_SERVER_PREFIX) {
-            CallKind::Wasm
-        } else if server.is_empty() {
-            CallKind::Unknown
-        } else {
-            CallKind::Mcp
+    /// The kind of a run's provider (`None` when no tool was found).
+    pub(crate) fn of(provider: Option<&Provider>) -> CallKind {
+        match provider {
+            Some(Provider::Skill(_)) => CallKind::Wasm,
+            Some(Provider::Mcp(_)) => CallKind::Mcp,
+            None => CallKind::Unknown,
         }
     }
 
@@ -451,9 +449,67 @@ impl Metrics {
     }
 }
 
+impl Host {
+    /// This host's metrics in the Prometheus text exposition format
+    /// (version 0.0.4, [`crate::METRICS_CONTENT_TYPE`]), as `GET /metrics`
+    /// of `skillhost serve --http` serves them. Every series starts with
+    /// `skillhost_`:
+    ///
+    /// - `tool_calls_total{kind, outcome}`: every call through
+    ///   [`Host::call`] (and the calls skills make with `invoke`), by
+    ///   `kind` (`wasm`, `mcp`, or `unknown` for a tool that is not
+    ///   registered) and `outcome` (`ok`, `error`, `timeout`, `denied`,
+    ///   `waiting_approval`, `trapped`, `cancelled`). A call that waits for
+    ///   approval counts as `waiting_approval`, then once more with how it
+    ///   ended when an operator approves it in this process;
+    /// - `tool_call_duration_seconds{kind}`: a histogram of the executed
+    ///   calls' durations (`wasm`, `mcp`);
+    /// - `traps_total{reason}`: calls the sandbox stopped (`fuel`,
+    ///   `deadline`, `memory`, `stack`, `panic`, `output-too-large`,
+    ///   `other`);
+    /// - `timeouts_total{kind}`: calls that ran out of time;
+    /// - `approvals_pending`: runs waiting for approval, not expired (read
+    ///   from the data dir, so runs of other processes count too; left out
+    ///   if the database cannot be read);
+    /// - `mcp_servers{state}` and `mcp_restarts_total{server}`: the MCP
+    ///   servers this host supervises;
+    /// - `build_info{version}`: always 1.
+    ///
+    /// Counters count what this `Host` did since it was built: another
+    /// `Host` (in this process or another, such as a CLI call) counts
+    /// apart.
+    ///
+    /// ```no_run
+    /// # async fn f() -> anyhow::Result<()> {
+    /// use skillhost::{Caller, HostBuilder};
+    /// let host = HostBuilder::new("data").build().await?;
+    /// host.call(&Caller::Operator, "text.word_count",
+    ///     serde_json::json!({"text": "a b"}), &Default::default()).await;
+    /// let text = host.metrics_text();
+    /// assert!(text.contains(r#"skillhost_tool_calls_total{kind="wasm",outcome="ok"} 1"#));
+    /// # Ok(()) }
+    /// ```
+    pub fn metrics_text(&self) -> String {
+        let pending = lock(&self.inner.store).pending_run_count(now_ms());
+        let pending_approvals = match pending {
+            Ok(n) => Some(n),
+            Err(e) => {
+                tracing::warn!("metrics: cannot count the pending approvals: {e}");
+                None
+            }
+        };
+        let servers = self.inner.mcp.statuses();
+        self.inner.metrics.encode(&Scraped {
+            pending_approvals,
+            servers: &servers,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::authority::{Caller, HostBuilder};
 
     /// The value of the sample `series` (name and labels exactly as
     /// printed), if the text has it.
@@ -605,9 +661,11 @@ mod tests {
 
     #[test]
     fn cancellation_and_kinds_are_classified() {
-        assert_eq!(CallKind::of_server("skill:text-tools"), CallKind::Wasm);
-        assert_eq!(CallKind::of_server("everything"), CallKind::Mcp);
-        assert_eq!(CallKind::of_server(""), CallKind::Unknown);
+        let skill = Provider::Skill("text-tools".into());
+        assert_eq!(CallKind::of(Some(&skill)), CallKind::Wasm);
+        let server = Provider::Mcp("everything".into());
+        assert_eq!(CallKind::of(Some(&server)), CallKind::Mcp);
+        assert_eq!(CallKind::of(None), CallKind::Unknown);
         assert_eq!(CallOutcome::of(Outcome::Ok, true), CallOutcome::Ok);
         assert_eq!(
             CallOutcome::of(Outcome::Error, true),
@@ -736,7 +794,7 @@ mod tests {
                         CallOutcome::Ok
                     };
                     m.record_call(
-                        std::hint::black_box(CallKind::of_server("skill:text-tools")),
+                        std::hint::black_box(CallKind::Wasm),
                         outcome,
                         None,
                         Some(Duration::from_micros(u64::from(i % 5000))),
@@ -748,5 +806,83 @@ mod tests {
             .expect("rounds");
         assert!(best < Duration::from_nanos(500), "{best:?} per call");
         eprintln!("record_call: {best:?} per call");
+    }
+
+    /// Two hosts in one process count apart, and each counts its own
+    /// calls by kind and outcome.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_host_counts_its_own_calls() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let a = HostBuilder::new(tmp.path().join("a"))
+            .build()
+            .await
+            .expect("host a");
+        let b = HostBuilder::new(tmp.path().join("b"))
+            .build()
+            .await
+            .expect("host b");
+        let args = serde_json::json!({"text": "one two"});
+        for _ in 0..2 {
+            let run = a
+                .call(
+                    &Caller::Operator,
+                    "text.word_count",
+                    args.clone(),
+                    &Default::default(),
+                )
+                .await;
+            assert_eq!(run.outcome, Outcome::Ok, "{run:?}");
+        }
+        let run = a
+            .call(
+                &Caller::persona("nobody"),
+                "text.word_count",
+                args.clone(),
+                &Default::default(),
+            )
+            .await;
+        assert_eq!(run.outcome, Outcome::Denied, "{run:?}");
+        let run = a
+            .call(
+                &Caller::Operator,
+                "no.such_tool",
+                args.clone(),
+                &Default::default(),
+            )
+            .await;
+        assert_eq!(run.outcome, Outcome::Error, "{run:?}");
+
+        let series = |kind: &str, outcome: &str| {
+            format!("skillhost_tool_calls_total{{kind=\"{kind}\",outcome=\"{outcome}\"}}")
+        };
+        let text = a.metrics_text();
+        assert_eq!(sample(&text, &series("wasm", "ok")), Some(2.0), "{text}");
+        assert_eq!(
+            sample(&text, &series("wasm", "denied")),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            sample(&text, &series("unknown", "error")),
+            Some(1.0),
+            "{text}"
+        );
+        assert_eq!(
+            sample(
+                &text,
+                "skillhost_tool_call_duration_seconds_count{kind=\"wasm\"}"
+            ),
+            Some(3.0),
+            "{text}"
+        );
+        assert_eq!(
+            sample(&text, "skillhost_approvals_pending"),
+            Some(0.0),
+            "{text}"
+        );
+        let text = b.metrics_text();
+        assert_eq!(sample(&text, &series("wasm", "ok")), Some(0.0), "{text}");
+        a.shutdown().await;
+        b.shutdown().await;
     }
 }

@@ -17,32 +17,32 @@ use std::time::Duration;
 
 use skillhost_mcp::{McpConfig, McpManager, RegisteredTool};
 
+use crate::error::{PersonaError, StateError};
 use crate::registry::{Conflict, DEFAULT_SPECIALISTS, Inputs, Registry, ToolSpec};
 use crate::sandbox::Sandbox;
 use crate::skill::Skill;
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
 use crate::state::refs::RefBlobs;
-use crate::state::runs::{EventWriter, HostEvent, RunRow};
+use crate::state::runs::{HostEvent, RunRow};
+use crate::state::writer::EventWriter;
 use redaction::{redact, secret_forms};
 
 mod builder;
 mod call;
 pub(crate) mod handoff;
-mod host_metrics;
 pub(crate) mod metrics;
-mod personas;
+pub(crate) mod personas;
 mod redaction;
 mod runs;
 mod servers;
 mod skills;
-mod tokens;
+pub(crate) mod tokens;
 pub(crate) mod why;
 
 pub use builder::{DEFAULT_APPROVAL_TTL, HostBuilder};
-pub use call::{CallRequest, Caller, RunReport};
+pub use call::{CallRequest, Caller, RunOutput, RunReport};
 pub use personas::{PersonaGrants, SkillGrantView};
-pub(crate) use skills::InstallRefusal;
 pub use skills::SkillStatus;
 
 struct Seen {
@@ -80,7 +80,7 @@ pub(crate) struct HostInner {
 /// host.grant_skill("support", "text-tools", true)?;
 /// let run = host.call(&Caller::persona("support"), "text.word_count",
 ///     serde_json::json!({"text": "one two"}), &Default::default()).await;
-/// assert_eq!(run.output.unwrap()["words"], 2);
+/// assert_eq!(run.output.unwrap().data()["words"], 2);
 /// host.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -154,12 +154,14 @@ impl HostInner {
     fn build_registry(&self) -> anyhow::Result<Registry> {
         let settings = self.data.settings()?;
         let mcp = self.mcp_config()?;
+        let source_problems;
         let (skills, personas, skill_grants, defs) = {
             let store = lock(&self.store);
             let (entries, problems) = crate::registry::catalog::effective(&self.data, &store)?;
-            for p in problems {
+            for p in &problems {
                 tracing::warn!("{p}");
             }
+            source_problems = problems;
             (
                 entries,
                 store.persona_ids()?,
@@ -203,6 +205,7 @@ impl HostInner {
             personas,
             skill_grants,
             specialists,
+            source_problems,
         }))
     }
 
@@ -235,7 +238,7 @@ impl Host {
         self.inner.mcp_config()
     }
 
-    pub(crate) async fn ensure_mcp(&self, server: &str) -> Result<(), String> {
+    pub(crate) async fn ensure_mcp(&self, server: &str) -> Result<(), crate::error::ServerError> {
         self.inner.ensure_server(server).await
     }
 
@@ -269,16 +272,18 @@ impl Host {
     /// anything changes costs a lookup.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// for spec in host.tool_specs(Some("support"))?.iter() { println!("{}", spec.name); }
     /// # Ok(()) }
     /// ```
-    pub fn tool_specs(&self, persona: Option<&str>) -> anyhow::Result<Arc<[Arc<ToolSpec>]>> {
+    pub fn tool_specs(&self, persona: Option<&str>) -> Result<Arc<[Arc<ToolSpec>]>, PersonaError> {
         let reg = self.inner.registry()?;
         if let Some(p) = persona
             && !reg.personas.contains(p)
         {
-            anyhow::bail!("there is no persona `{p}` (`skillhost personas list` shows them)");
+            return Err(PersonaError::NotFound(format!(
+                "there is no persona `{p}` (`skillhost personas list` shows them)"
+            )));
         }
         Ok(reg.tool_specs(persona))
     }
@@ -302,11 +307,11 @@ impl Host {
     /// Name collisions between tool sources, and which source the rule kept.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// for c in host.conflicts()? { eprintln!("{c}"); }
     /// # Ok(()) }
     /// ```
-    pub fn conflicts(&self) -> anyhow::Result<Vec<Conflict>> {
+    pub fn conflicts(&self) -> Result<Vec<Conflict>, StateError> {
         Ok(self.inner.registry()?.conflicts.clone())
     }
 
@@ -314,11 +319,11 @@ impl Host {
     /// (a schema that does not compile, an invalid specialist).
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// for p in host.registry_problems()? { eprintln!("{p}"); }
     /// # Ok(()) }
     /// ```
-    pub fn registry_problems(&self) -> anyhow::Result<Vec<String>> {
+    pub fn registry_problems(&self) -> Result<Vec<String>, StateError> {
         Ok(self.inner.registry()?.problems.clone())
     }
 

@@ -1,17 +1,22 @@
-//! Personas and their grants, through the host.
+//! Personas and their grants, through the host: a persona sees nothing
+//! until an operator grants it a skill (`skill_grants`, in the database) or
+//! an MCP server (the server's `allowed_persona_ids` in `mcp_servers.json`,
+//! changed by the rules of `crate::registry::grants`).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use skillhost_mcp::{GLOBAL_ALL, McpConfig};
+use skillhost_mcp::GLOBAL_ALL;
 
 use super::{Host, lock};
+use crate::error::PersonaError;
 use crate::registry::grants::{
     GrantChange, PersonaGrantView, persona_grants_get, persona_grants_put, toggle_grant,
 };
-use crate::state::personas::{Persona, invalid_persona_id, valid_persona_id};
+use crate::state::personas::Persona;
+use crate::upstream;
 
-/// One persona's grants: every MCP server (the seed's GET shape) and every
+/// One persona's grants: every MCP server (the contract's GET shape) and every
 /// skill.
 ///
 /// ```
@@ -45,22 +50,22 @@ impl Host {
     /// Every persona, sorted by id.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// for p in host.personas()? { println!("{}", p.id); }
     /// # Ok(()) }
     /// ```
-    pub fn personas(&self) -> anyhow::Result<Vec<Persona>> {
+    pub fn personas(&self) -> Result<Vec<Persona>, PersonaError> {
         Ok(lock(&self.inner.store).personas()?)
     }
 
     /// Creates a persona (granted nothing). Returns false if it existed.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// host.add_persona("support", "answers customers")?;
     /// # Ok(()) }
     /// ```
-    pub fn add_persona(&self, id: &str, description: &str) -> anyhow::Result<bool> {
+    pub fn add_persona(&self, id: &str, description: &str) -> Result<bool, PersonaError> {
         persona_arg(id)?;
         let added = lock(&self.inner.store).add_persona(id, description)?;
         self.inner.changed();
@@ -72,24 +77,22 @@ impl Host {
     /// more. Pending approvals of the persona are denied at approval.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// host.remove_persona("support")?;
     /// # Ok(()) }
     /// ```
-    pub fn remove_persona(&self, id: &str) -> anyhow::Result<()> {
+    pub fn remove_persona(&self, id: &str) -> Result<(), PersonaError> {
         persona_arg(id)?;
         if !lock(&self.inner.store).persona_exists(id)? {
-            anyhow::bail!("there is no persona `{id}` (`skillhost personas list` shows them)");
+            return Err(no_persona(id, LIST_HINT));
         }
-        McpConfig::update(&self.inner.data.dir, |config| {
+        upstream::update_config(&self.inner.data, |config| {
             for s in &mut config.servers {
                 s.allowed_persona_ids.retain(|p| p != id);
             }
-            Ok(())
-        })
-        .map_err(|e| anyhow::anyhow!("{}: {e}", self.inner.root.display()))?;
+            Ok::<_, PersonaError>(())
+        })?;
         let store = lock(&self.inner.store);
-        store.bump_generation()?;
         store.remove_persona(id)?;
         drop(store);
         self.inner.changed();
@@ -97,16 +100,21 @@ impl Host {
     }
 
     /// Grants (`on`) or revokes an MCP server for a persona, or for every
-    /// persona with `"*"`, by the seed's rules (see
+    /// persona with `"*"`, by the contract's rules (see
     /// [`crate::next_allowed_persona_ids`]). Returns the server's new
     /// `allowed_persona_ids`.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// assert_eq!(host.grant_mcp("*", "everything", true)?, vec!["*".to_string()]);
     /// # Ok(()) }
     /// ```
-    pub fn grant_mcp(&self, persona: &str, server: &str, on: bool) -> anyhow::Result<Vec<String>> {
+    pub fn grant_mcp(
+        &self,
+        persona: &str,
+        server: &str,
+        on: bool,
+    ) -> Result<Vec<String>, PersonaError> {
         if persona != GLOBAL_ALL {
             persona_arg(persona)?;
         }
@@ -114,23 +122,24 @@ impl Host {
             let store = lock(&self.inner.store);
             let ids = store.persona_ids()?;
             if persona != GLOBAL_ALL && !ids.iter().any(|p| p == persona) {
-                anyhow::bail!(
-                    "there is no persona `{persona}` (`skillhost personas add {persona}` creates it)"
-                );
+                return Err(no_persona(
+                    persona,
+                    &format!("`skillhost personas add {persona}` creates it"),
+                ));
             }
             ids
         };
-        let next = McpConfig::update(&self.inner.data.dir, |config| {
+        let next = upstream::update_config(&self.inner.data, |config| {
             let names: Vec<String> = config.servers.iter().map(|s| s.name.clone()).collect();
             let Some(s) = config.server_mut(server) else {
-                return Err(format!(
+                return Err(PersonaError::NotFound(format!(
                     "no MCP server named {server:?} is configured (configured: {})",
                     if names.is_empty() {
                         "none".to_string()
                     } else {
                         names.join(", ")
                     }
-                ));
+                )));
             };
             // The server's list is the only MCP grant the host keeps, so
             // "clearing per-persona overrides" when it becomes global is
@@ -140,9 +149,7 @@ impl Host {
             };
             s.allowed_persona_ids = next.clone();
             Ok(next)
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        lock(&self.inner.store).bump_generation()?;
+        })?;
         self.inner.changed();
         Ok(next)
     }
@@ -151,7 +158,7 @@ impl Host {
     /// global servers are skipped, others toggled for this persona.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// let wanted = std::collections::BTreeMap::from([("notes".to_string(), true)]);
     /// let grants = host.put_mcp_grants("support", &wanted)?;
     /// # Ok(()) }
@@ -160,13 +167,13 @@ impl Host {
         &self,
         persona: &str,
         wanted: &BTreeMap<String, bool>,
-    ) -> anyhow::Result<PersonaGrants> {
+    ) -> Result<PersonaGrants, PersonaError> {
         persona_arg(persona)?;
         let existing = lock(&self.inner.store).persona_ids()?;
         if !existing.iter().any(|p| p == persona) {
-            anyhow::bail!("there is no persona `{persona}`");
+            return Err(no_persona(persona, LIST_HINT));
         }
-        McpConfig::update(&self.inner.data.dir, |config| {
+        upstream::update_config(&self.inner.data, |config| {
             let servers: Vec<(String, Vec<String>)> = config
                 .servers
                 .iter()
@@ -177,10 +184,8 @@ impl Host {
                     s.allowed_persona_ids = list;
                 }
             }
-            Ok(())
-        })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        lock(&self.inner.store).bump_generation()?;
+            Ok::<_, PersonaError>(())
+        })?;
         self.inner.changed();
         self.grants(persona)
     }
@@ -189,23 +194,24 @@ impl Host {
     /// anything changed.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// host.grant_skill("support", "text-tools", true)?;
     /// # Ok(()) }
     /// ```
-    pub fn grant_skill(&self, persona: &str, skill: &str, on: bool) -> anyhow::Result<bool> {
+    pub fn grant_skill(&self, persona: &str, skill: &str, on: bool) -> Result<bool, PersonaError> {
         persona_arg(persona)?;
         let reg = self.inner.registry()?;
         if !reg.personas.contains(persona) {
-            anyhow::bail!(
-                "there is no persona `{persona}` (`skillhost personas add {persona}` creates it)"
-            );
+            return Err(no_persona(
+                persona,
+                &format!("`skillhost personas add {persona}` creates it"),
+            ));
         }
         if on && !reg.skills.contains_key(skill) {
-            anyhow::bail!(
+            return Err(PersonaError::NotFound(format!(
                 "no skill named `{skill}` (skills: {})",
                 reg.skills.keys().cloned().collect::<Vec<_>>().join(", ")
-            );
+            )));
         }
         let changed = lock(&self.inner.store).set_skill_grant(persona, skill, on)?;
         self.inner.changed();
@@ -216,15 +222,15 @@ impl Host {
     /// `authorized: true`) and every skill.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
     /// let g = host.grants("support")?;
     /// # Ok(()) }
     /// ```
-    pub fn grants(&self, persona: &str) -> anyhow::Result<PersonaGrants> {
+    pub fn grants(&self, persona: &str) -> Result<PersonaGrants, PersonaError> {
         persona_arg(persona)?;
         let reg = self.inner.registry()?;
         if !reg.personas.contains(persona) {
-            anyhow::bail!("there is no persona `{persona}` (`skillhost personas list` shows them)");
+            return Err(no_persona(persona, LIST_HINT));
         }
         let config = self.inner.mcp_config()?;
         let servers: Vec<(String, Vec<String>)> = config
@@ -248,10 +254,60 @@ impl Host {
     }
 }
 
-fn persona_arg(id: &str) -> anyhow::Result<()> {
+/// Whether `id` is a valid persona id: 1 to 64 of `a-z`, `0-9`, `_`, `-`,
+/// starting with a letter or digit.
+///
+/// ```
+/// assert!(skillhost::valid_persona_id("support_bot"));
+/// assert!(!skillhost::valid_persona_id("*"));
+/// assert!(!skillhost::valid_persona_id("Ana"));
+/// ```
+pub fn valid_persona_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+}
+
+/// The message for an invalid persona id.
+pub(crate) fn invalid_persona_id(id: &str) -> String {
+    format!(
+        "{:?} is not a valid persona id: use 1 to 64 of a-z, 0-9, `_` and `-`, starting with a \
+         letter or digit (`*` means every persona and is only valid in MCP grants)",
+        crate::escape::escape_control(id, 80, false)
+    )
+}
+
+/// Refuses an invalid persona id.
+fn persona_arg(id: &str) -> Result<(), PersonaError> {
     if valid_persona_id(id) {
         Ok(())
     } else {
-        anyhow::bail!("{}", invalid_persona_id(id))
+        Err(PersonaError::Invalid(invalid_persona_id(id)))
+    }
+}
+
+/// "There is no persona", with the command that helps.
+fn no_persona(id: &str, hint: &str) -> PersonaError {
+    PersonaError::NotFound(format!("there is no persona `{id}` ({hint})"))
+}
+
+const LIST_HINT: &str = "`skillhost personas list` shows them";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persona_ids() {
+        for ok in ["a", "support", "ops-2", "x_y", "0"] {
+            assert!(valid_persona_id(ok), "{ok}");
+        }
+        let long = "a".repeat(65);
+        for bad in ["", "*", "Ana", "-a", "_a", "a b", "a/b", "é", long.as_str()] {
+            assert!(!valid_persona_id(bad), "{bad}");
+        }
     }
 }

@@ -1,10 +1,17 @@
 //! Runs, approvals, events and refs, through the host.
+//!
+//! A call that needs confirmation stops in `waiting_approval` with its
+//! arguments recorded (`super::call`); [`Host::approve`] runs exactly those
+//! arguments once, as the run's caller, through the same call path, and
+//! [`Host::deny`] ends it. A decision is taken in one transaction on a run
+//! that is still pending, so two deciders never both win.
 
 use serde_json::Value;
 
 use super::{CallRequest, Caller, Host, HostInner, RunReport, lock};
+use crate::error::{ApprovalError, RefError, StateError};
 use crate::state::refs::{RefBlobs, RefInfo};
-use crate::state::runs::{HostEvent, Outcome, RunFilter, RunRecord, now_ms};
+use crate::state::runs::{Approval, HostEvent, Outcome, RunFilter, RunRecord, now_ms};
 
 impl HostInner {
     /// Marks every pending run past its expiry as expired (at build and
@@ -22,21 +29,21 @@ impl HostInner {
         let now = now_ms();
         for r in pending {
             if r.expires_at_ms.is_some_and(|t| t <= now) {
-                let _ = self.decide(&r.run_id, "expired");
+                let _ = self.decide(&r.run_id, Approval::Expired);
             }
         }
     }
 
     /// Records a decision on a pending run and its event.
-    fn decide(&self, run_id: &str, decision: &'static str) -> anyhow::Result<Option<RunRecord>> {
+    fn decide(&self, run_id: &str, decision: Approval) -> Result<Option<RunRecord>, StateError> {
         let error = match decision {
-            "denied" => Some("denied by the operator".to_string()),
-            "expired" => Some("the approval expired before anyone approved it".to_string()),
-            _ => None,
+            Approval::Denied => Some("denied by the operator"),
+            Approval::Expired => Some("the approval expired before anyone approved it"),
+            Approval::Pending | Approval::Approved => None,
         };
-        let before = lock(&self.store).decide_run(run_id, decision, error.as_deref())?;
+        let before = lock(&self.store).decide_run(run_id, decision, error)?;
         if let Some(r) = &before {
-            let outcome = if decision == "approved" {
+            let outcome = if decision == Approval::Approved {
                 Outcome::Running
             } else {
                 Outcome::Denied
@@ -64,11 +71,11 @@ impl Host {
     /// error that says which.
     ///
     /// ```no_run
-    /// # async fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ApprovalError> {
     /// let run = host.approve("run_0123").await?;
     /// # Ok(()) }
     /// ```
-    pub async fn approve(&self, run_id: &str) -> anyhow::Result<RunReport> {
+    pub async fn approve(&self, run_id: &str) -> Result<RunReport, ApprovalError> {
         self.approve_with(run_id, None, None).await
     }
 
@@ -79,12 +86,10 @@ impl Host {
         run_id: &str,
         cancel: Option<tokio_util::sync::CancellationToken>,
         progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
-    ) -> anyhow::Result<RunReport> {
+    ) -> Result<RunReport, ApprovalError> {
         let run = self.pending(run_id)?;
-        let Some(before) = self.inner.decide(run_id, "approved")? else {
-            anyhow::bail!(
-                "run {run_id} was decided by someone else meanwhile (`skillhost runs show {run_id}`)"
-            );
+        let Some(before) = self.inner.decide(run_id, Approval::Approved)? else {
+            return Err(decided_meanwhile(run_id));
         };
         let caller = match &run.persona {
             Some(p) => Caller::Persona(p.clone()),
@@ -116,50 +121,57 @@ impl Host {
     /// Denies a run waiting for approval.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ApprovalError> {
     /// host.deny("run_0123")?;
     /// # Ok(()) }
     /// ```
-    pub fn deny(&self, run_id: &str) -> anyhow::Result<RunRecord> {
+    pub fn deny(&self, run_id: &str) -> Result<RunRecord, ApprovalError> {
         self.pending(run_id)?;
-        if self.inner.decide(run_id, "denied")?.is_none() {
-            anyhow::bail!(
-                "run {run_id} was decided by someone else meanwhile (`skillhost runs show {run_id}`)"
-            );
+        if self.inner.decide(run_id, Approval::Denied)?.is_none() {
+            return Err(decided_meanwhile(run_id));
         }
         self.flush();
         lock(&self.inner.store)
             .run(run_id)?
-            .ok_or_else(|| anyhow::anyhow!("run {run_id} vanished"))
+            .ok_or_else(|| ApprovalError::NotFound(format!("run {run_id} vanished")))
     }
 
     /// The run if it is pending and not expired; otherwise an error saying
     /// where it stands (an expired one is marked so).
-    fn pending(&self, run_id: &str) -> anyhow::Result<RunRecord> {
+    fn pending(&self, run_id: &str) -> Result<RunRecord, ApprovalError> {
         self.flush();
         let Some(run) = lock(&self.inner.store).run(run_id)? else {
-            anyhow::bail!("there is no run {run_id:?} (`skillhost runs list` shows runs)");
+            return Err(ApprovalError::NotFound(format!(
+                "there is no run {run_id:?} (`skillhost runs list` shows runs)"
+            )));
         };
-        match run.approval.as_deref() {
-            Some("pending") => {}
-            Some("approved") => anyhow::bail!(
-                "run {run_id} was already approved and ran once (outcome {}); an approval runs the call once",
-                run.outcome
-            ),
-            Some("denied") => {
-                anyhow::bail!("run {run_id} was denied; call the tool again to ask anew")
+        let decided = |m: String| Err(ApprovalError::Decided(m));
+        match run.approval {
+            Some(Approval::Pending) => {}
+            Some(Approval::Approved) => {
+                return decided(format!(
+                    "run {run_id} was already approved and ran once (outcome {}); an approval \
+                     runs the call once",
+                    run.outcome
+                ));
             }
-            Some("expired") => {
-                anyhow::bail!("run {run_id} expired unapproved; call the tool again to ask anew")
+            Some(Approval::Denied) => {
+                return decided(format!(
+                    "run {run_id} was denied; call the tool again to ask anew"
+                ));
             }
-            _ => anyhow::bail!(
-                "run {run_id} did not wait for approval (outcome {}); only waiting_approval runs can be approved or denied",
-                run.outcome
-            ),
+            Some(Approval::Expired) => return decided(expired(run_id)),
+            None => {
+                return decided(format!(
+                    "run {run_id} did not wait for approval (outcome {}); only waiting_approval \
+                     runs can be approved or denied",
+                    run.outcome
+                ));
+            }
         }
         if run.expires_at_ms.is_some_and(|t| t <= now_ms()) {
-            self.inner.decide(run_id, "expired")?;
-            anyhow::bail!("run {run_id} expired unapproved; call the tool again to ask anew");
+            self.inner.decide(run_id, Approval::Expired)?;
+            return decided(expired(run_id));
         }
         Ok(run)
     }
@@ -167,11 +179,11 @@ impl Host {
     /// Runs, newest first.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// let pending = host.runs(&skillhost::RunFilter { pending_only: true, ..Default::default() })?;
     /// # Ok(()) }
     /// ```
-    pub fn runs(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRecord>> {
+    pub fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StateError> {
         self.flush();
         self.inner.expire_pending();
         Ok(lock(&self.inner.store).runs(filter)?)
@@ -180,11 +192,11 @@ impl Host {
     /// One run.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// let run = host.run("run_0123")?;
     /// # Ok(()) }
     /// ```
-    pub fn run(&self, run_id: &str) -> anyhow::Result<Option<RunRecord>> {
+    pub fn run(&self, run_id: &str) -> Result<Option<RunRecord>, StateError> {
         self.flush();
         self.inner.expire_pending();
         Ok(lock(&self.inner.store).run(run_id)?)
@@ -207,11 +219,11 @@ impl Host {
     /// Recorded events, newest first.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// for e in host.recent_events(20)? { println!("{:?}", e.run_id); }
     /// # Ok(()) }
     /// ```
-    pub fn recent_events(&self, limit: usize) -> anyhow::Result<Vec<HostEvent>> {
+    pub fn recent_events(&self, limit: usize) -> Result<Vec<HostEvent>, StateError> {
         self.flush();
         Ok(lock(&self.inner.store).recent_events(limit)?)
     }
@@ -220,12 +232,16 @@ impl Host {
     /// a file name, not a path).
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::RefError> {
     /// let r = host.add_ref(&mut &b"hello"[..], "greeting.txt")?;
     /// println!("{}", r.ref_id);
     /// # Ok(()) }
     /// ```
-    pub fn add_ref(&self, reader: &mut dyn std::io::Read, label: &str) -> anyhow::Result<RefInfo> {
+    pub fn add_ref(
+        &self,
+        reader: &mut dyn std::io::Read,
+        label: &str,
+    ) -> Result<RefInfo, RefError> {
         let label = crate::escape::escape_control(
             label.rsplit(['/', '\\']).next().unwrap_or(label),
             200,
@@ -244,7 +260,7 @@ impl Host {
         };
         if let Err(e) = lock(&self.inner.store).add_ref_record(&info) {
             let _ = self.inner.refs.remove(&info.ref_id);
-            return Err(e.into());
+            return Err(StateError::from(e).into());
         }
         Ok(info)
     }
@@ -252,25 +268,38 @@ impl Host {
     /// Every stored ref, newest first.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// for r in host.refs()? { println!("{} {}", r.ref_id, r.label); }
     /// # Ok(()) }
     /// ```
-    pub fn refs(&self) -> anyhow::Result<Vec<RefInfo>> {
+    pub fn refs(&self) -> Result<Vec<RefInfo>, StateError> {
         Ok(lock(&self.inner.store).ref_records()?)
     }
 
     /// Removes a ref and its blob.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::RefError> {
     /// host.remove_ref("ref_00000000000000000000000000000000")?;
     /// # Ok(()) }
     /// ```
-    pub fn remove_ref(&self, ref_id: &str) -> anyhow::Result<()> {
+    pub fn remove_ref(&self, ref_id: &str) -> Result<(), RefError> {
         if !RefBlobs::valid_id(ref_id) || !lock(&self.inner.store).remove_ref_record(ref_id)? {
-            anyhow::bail!("there is no ref {ref_id:?} (`skillhost refs list` shows them)");
+            return Err(RefError::NotFound(format!(
+                "there is no ref {ref_id:?} (`skillhost refs list` shows them)"
+            )));
         }
-        self.inner.refs.remove(ref_id)
+        Ok(self.inner.refs.remove(ref_id)?)
     }
+}
+
+/// A decision lost to another decider.
+fn decided_meanwhile(run_id: &str) -> ApprovalError {
+    ApprovalError::Decided(format!(
+        "run {run_id} was decided by someone else meanwhile (`skillhost runs show {run_id}`)"
+    ))
+}
+
+fn expired(run_id: &str) -> String {
+    format!("run {run_id} expired unapproved; call the tool again to ask anew")
 }

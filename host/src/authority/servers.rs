@@ -1,14 +1,16 @@
-//! The operator's MCP server configuration through the host (the HTTP
-//! API): the changes of `crate::upstream`, with the servers this host
-//! runs kept in line with them, and every text that leaves redacted of the
-//! configured secrets.
+//! MCP servers through the host: the operator's changes to
+//! `mcp_servers.json` (`crate::upstream`), with the servers this host runs
+//! kept in line with them, and every text that leaves redacted of the
+//! configured secrets. `skillhost mcp …` and the HTTP API call these same
+//! methods.
 
 use std::time::Duration;
 
 use skillhost_mcp::{McpConfig, McpTool, ServerConfig, ServerState, TestReport};
 
 use super::{Host, HostInner};
-use crate::upstream::{self, Enabled, PinStatus, ServerError};
+use crate::error::ServerError;
+use crate::upstream::{self, Enabled, PinStatus};
 
 /// Whether two configurations of a server run the same process or
 /// connection: they differ at most in their grants, which the registry
@@ -25,7 +27,11 @@ impl Host {
     /// A configuration that cannot be read starts nothing (and says why in
     /// the log); the manager is ready all the same, and calls report the
     /// configuration's error.
-    pub(crate) async fn connect_mcp_servers(&self) {
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) { host.connect_mcp_servers().await; }
+    /// ```
+    pub async fn connect_mcp_servers(&self) {
         let config = match self.inner.mcp_config() {
             Ok(c) => c,
             Err(e) => {
@@ -54,14 +60,40 @@ impl Host {
         }
     }
 
-    /// The MCP server configuration (`mcp_servers.json`).
-    pub(crate) fn mcp_servers(&self) -> Result<McpConfig, ServerError> {
+    /// The MCP server configuration (`mcp_servers.json`). Its secrets
+    /// (env and header values) are in it: show them masked.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// for s in host.mcp_servers()?.servers { println!("{} {}", s.name, s.enabled); }
+    /// # Ok(()) }
+    /// ```
+    pub fn mcp_servers(&self) -> Result<McpConfig, ServerError> {
         upstream::load(&self.inner.data)
     }
 
-    /// Adds a server (disabled or not, as `server.enabled` says; the HTTP
-    /// API adds servers disabled).
-    pub(crate) fn add_mcp_server(&self, server: ServerConfig) -> Result<(), ServerError> {
+    /// The configuration of server `name`.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let s = host.mcp_server("notes")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn mcp_server(&self, name: &str) -> Result<ServerConfig, ServerError> {
+        Ok(upstream::find(&self.mcp_servers()?, name)?.clone())
+    }
+
+    /// Adds a server (disabled or not, as `server.enabled` says; the CLI
+    /// and the HTTP API add servers disabled). Its name must be free.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let mut s = skillhost_mcp::ServerConfig::stdio("notes", "python3", ["notes.py"]);
+    /// s.enabled = false;
+    /// host.add_mcp_server(s)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn add_mcp_server(&self, server: ServerConfig) -> Result<(), ServerError> {
         upstream::add(&self.inner.data, server)?;
         self.inner.changed();
         Ok(())
@@ -69,7 +101,15 @@ impl Host {
 
     /// Replaces server `name`'s configuration; restarts it if it runs and
     /// anything but its grants changed.
-    pub(crate) async fn replace_mcp_server(
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let mut s = host.mcp_server("notes")?;
+    /// s.description = "team notes".into();
+    /// host.replace_mcp_server("notes", s).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn replace_mcp_server(
         &self,
         name: &str,
         server: ServerConfig,
@@ -82,8 +122,15 @@ impl Host {
         Ok(())
     }
 
-    /// Removes server `name` and stops it (its process group, for stdio).
-    pub(crate) async fn remove_mcp_server(&self, name: &str) -> Result<(), ServerError> {
+    /// Removes server `name`, its pins and stored tools, and stops it (its
+    /// process group, for stdio).
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// host.remove_mcp_server("notes").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn remove_mcp_server(&self, name: &str) -> Result<(), ServerError> {
         upstream::remove(&self.inner.data, name)?;
         self.inner.changed();
         self.inner.mcp.remove(name).await;
@@ -91,8 +138,16 @@ impl Host {
     }
 
     /// Enables server `name`, approving (pinning) the tool definitions it
-    /// shows now.
-    pub(crate) async fn enable_mcp_server(&self, name: &str) -> Result<Enabled, ServerError> {
+    /// shows now; its tools are registered at once. An unreachable server
+    /// is enabled all the same (`Enabled::unreachable` says why its tools
+    /// are not pinned yet).
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let enabled = host.enable_mcp_server("notes").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn enable_mcp_server(&self, name: &str) -> Result<Enabled, ServerError> {
         let mut enabled = upstream::enable(&self.inner.data, name).await?;
         self.inner.changed();
         self.restart_mcp_server(name).await;
@@ -101,18 +156,36 @@ impl Host {
     }
 
     /// Disables server `name` and stops it.
-    pub(crate) async fn disable_mcp_server(&self, name: &str) -> Result<(), ServerError> {
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// host.disable_mcp_server("notes").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn disable_mcp_server(&self, name: &str) -> Result<(), ServerError> {
         upstream::disable(&self.inner.data, name)?;
         self.inner.changed();
         self.inner.mcp.remove(name).await;
         Ok(())
     }
 
-    /// Connects to server `name`, lists its tools and disconnects, timing
-    /// each step.
-    pub(crate) async fn test_mcp_server(&self, name: &str) -> Result<TestReport, ServerError> {
-        let server = upstream::find(&self.mcp_servers()?, name)?.clone();
+    /// Connects to server `name` (enabled or not), lists its tools and
+    /// disconnects, timing each step. An enabled server's tools as listed
+    /// are registered.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let report = host.test_mcp_server("notes").await?;
+    /// println!("ok: {}", report.ok);
+    /// # Ok(()) }
+    /// ```
+    pub async fn test_mcp_server(&self, name: &str) -> Result<TestReport, ServerError> {
+        let server = self.mcp_server(name)?;
         let mut report = upstream::test(&self.inner.data, &server).await?;
+        if server.enabled && report.ok {
+            upstream::feed_registry(&self.inner.data, name, report.tools.clone())?;
+            self.inner.changed();
+        }
         for step in &mut report.steps {
             step.error = step.error.as_deref().map(|e| self.redacted(e));
         }
@@ -120,23 +193,64 @@ impl Host {
     }
 
     /// Server `name`'s tools as they would be registered, with their pin
-    /// status.
-    pub(crate) async fn mcp_server_tools(
+    /// status (an enabled server's are registered).
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// for (tool, status) in host.mcp_server_tools("notes").await? {
+    ///     println!("{} {status:?}", tool.name);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn mcp_server_tools(
         &self,
         name: &str,
     ) -> Result<Vec<(McpTool, PinStatus)>, ServerError> {
-        upstream::tools(&self.inner.data, name)
+        let tools = upstream::tools(&self.inner.data, name)
             .await
             .map_err(|e| match e {
                 ServerError::Unreachable(m) => ServerError::Unreachable(self.redacted(&m)),
                 e => e,
-            })
+            })?;
+        self.inner.changed();
+        Ok(tools)
     }
 
-    /// The tail of server `name`'s stderr log, at most `bytes` bytes.
-    pub(crate) fn mcp_server_logs(&self, name: &str, bytes: usize) -> Result<String, ServerError> {
+    /// The tail of server `name`'s stderr log, at most `bytes` bytes, with
+    /// control characters shown as `?` and secrets redacted.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// print!("{}", host.mcp_server_logs("notes", 16 * 1024)?);
+    /// # Ok(()) }
+    /// ```
+    pub fn mcp_server_logs(&self, name: &str, bytes: usize) -> Result<String, ServerError> {
         let text = upstream::logs(&self.inner.data, name, bytes)?;
         Ok(self.redacted(&text))
+    }
+
+    /// Imports the servers of a Claude-Desktop-style `{"mcpServers": {...}}`
+    /// file's text, disabled; a server whose name is taken is refused unless
+    /// `replace`. Returns the imported servers.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let text = r#"{"mcpServers": {"notes": {"command": "python3", "args": ["notes.py"]}}}"#;
+    /// let imported = host.import_mcp_servers(text, false)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn import_mcp_servers(
+        &self,
+        text: &str,
+        replace: bool,
+    ) -> Result<Vec<ServerConfig>, ServerError> {
+        let servers = skillhost_mcp::import_desktop_config(text).map_err(ServerError::Invalid)?;
+        let imported = servers.clone();
+        upstream::update_config(&self.inner.data, |c| {
+            skillhost_mcp::merge_imported(c, servers, replace).map_err(ServerError::Conflict)
+        })?;
+        self.inner.changed();
+        Ok(imported)
     }
 
     /// `text` with every configured secret value replaced (the secrets as
@@ -152,33 +266,35 @@ impl Host {
 
 impl HostInner {
     /// Makes sure an MCP server is running in this process (on demand).
-    pub(super) async fn ensure_server(&self, server: &str) -> Result<(), String> {
+    pub(super) async fn ensure_server(&self, server: &str) -> Result<(), ServerError> {
         if let Some(s) = self.mcp.status(server)
             && s.state == ServerState::Ready
         {
             return Ok(());
         }
         if self.mcp.status(server).is_none() {
-            let config = self.mcp_config().map_err(|e| e.to_string())?;
+            let config = self.mcp_config()?;
             let Some(cfg) = config.server(server).cloned() else {
-                return Err(format!("no MCP server named {server:?} is configured"));
+                return Err(ServerError::NotFound(format!(
+                    "no MCP server named {server:?} is configured"
+                )));
             };
             if !cfg.enabled {
-                return Err(format!(
+                return Err(ServerError::Disabled(format!(
                     "MCP server {server:?} is disabled (`skillhost mcp enable {server}`)"
-                ));
+                )));
             }
             let limit = cfg.timeouts.connect() + Duration::from_secs(1);
             self.mcp.start(cfg);
             let status = self.mcp.wait_settled(server, limit).await;
             return match status {
                 Some(s) if s.state == ServerState::Ready => Ok(()),
-                other => Err(format!(
+                other => Err(ServerError::Unreachable(format!(
                     "MCP server {server:?} is not ready: {}",
                     other
                         .and_then(|s| s.last_error)
                         .unwrap_or_else(|| "it did not become ready".into())
-                )),
+                ))),
             };
         }
         // Supervised already (starting or restarting): the call waits for

@@ -1,68 +1,28 @@
-//! Bundle installs through the host (the HTTP API): `crate::bundle::install` with
-//! the host's sandbox, and the registry rebuilt after.
+//! The skill catalog through the host: every effective skill with its
+//! state, enabling, disabling and trusting one, installing and uninstalling
+//! signed bundles (`crate::bundle::install`, with the host's sandbox), and
+//! the publisher keys bundles are checked against. Every change marks the
+//! registry stale, so the next call sees it.
+
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::{Host, lock};
-use crate::bundle::install::{InstallError, InstallOptions, InstallOutcome};
-use crate::registry::SkillState;
+use crate::authority::Caller;
+use crate::bundle::OpenedBundle;
+use crate::bundle::install::{InstallOptions, InstallOutcome};
+use crate::bundle::trust::PublicKey;
+use crate::error::{CatalogError, PersonaError, StateError};
 use crate::registry::catalog::SkillSource;
+use crate::registry::{SkillInfo, SkillState};
+use crate::state::skills::TrustedKey;
 
-/// Why an install through the host was refused; nothing was changed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum InstallRefusal {
-    /// This name and version is installed already.
-    #[error("{0}")]
-    Conflict(String),
-    /// The bundle was refused (unreadable, badly signed, untrusted, a
-    /// rollback, a component that does not load, …).
-    #[error("{0}")]
-    Refused(String),
-}
-
-impl Host {
-    /// Installs a bundle from its bytes (atomic: on any refusal nothing is
-    /// left of it).
-    pub(crate) async fn install_bundle(
-        &self,
-        bytes: &[u8],
-        options: InstallOptions,
-    ) -> Result<InstallOutcome, InstallRefusal> {
-        let bundle = crate::bundle::install::verify(&self.inner.data, bytes)
-            .map_err(|e| InstallRefusal::Refused(format!("{e:#}")))?;
-        let st = &bundle.statement;
-        let installed = lock(&self.inner.store)
-            .installed()
-            .map_err(|e| InstallRefusal::Refused(format!("cannot read the installs: {e}")))?;
-        if installed
-            .iter()
-            .any(|r| r.name == st.name && r.version == st.version)
-        {
-            return Err(InstallRefusal::Conflict(format!(
-                "{}@{} is already installed; uninstall it first, or install a higher version",
-                st.name, st.version
-            )));
-        }
-        let out =
-            crate::bundle::install::install(&self.inner.data, &self.inner.sandbox, bytes, options)
-                .await
-                .map_err(|InstallError(m)| InstallRefusal::Refused(m))?;
-        self.inner.changed();
-        Ok(out)
-    }
-
-    /// Uninstalls every installed version of skill `name`; returns them.
-    pub(crate) fn uninstall_skill(&self, name: &str) -> Result<Vec<semver::Version>, InstallError> {
-        let removed = crate::bundle::install::uninstall(&self.inner.data, name)?;
-        self.inner.changed();
-        Ok(removed)
-    }
-}
-
-/// A skill as the registry sees it: source, trust, enablement and state.
+/// A skill as the registry sees it: source, identity, trust, enablement and
+/// state.
 ///
 /// ```no_run
-/// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+/// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
 /// for s in host.skills()? { println!("{} {:?}", s.name, s.state); }
 /// # Ok(()) }
 /// ```
@@ -74,10 +34,17 @@ pub struct SkillStatus {
     pub version: String,
     /// Where it comes from.
     pub source: SkillSource,
+    /// Its identity: the signed statement's sha256 for managed installs,
+    /// the component's (or manifest's) otherwise.
+    pub digest: String,
+    /// The key id that signed it, for signed managed installs.
+    pub signer: Option<String>,
     /// Whether it is trusted.
     pub trusted: bool,
     /// Whether it is enabled.
     pub enabled: bool,
+    /// The folder it loads from (none for built-ins).
+    pub path: Option<PathBuf>,
     /// Whether its tools are registered, and if not, why.
     #[serde(flatten)]
     pub state: SkillState,
@@ -85,20 +52,20 @@ pub struct SkillStatus {
     pub tools: Vec<String>,
     /// Its `tool_names`.
     pub tool_names: Vec<String>,
-    /// What it shadows.
+    /// What it shadows, as `source:version`.
     pub shadows: Vec<String>,
 }
 
 impl Host {
     /// Every effective skill with its state (`ready`, `unresolved` with the
-    /// missing names, `untrusted`, `disabled`, `invalid`).
+    /// missing names, `untrusted`, `disabled`, `invalid`), by name.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// for s in host.skills()? { println!("{}: {:?}", s.name, s.state); }
     /// # Ok(()) }
     /// ```
-    pub fn skills(&self) -> anyhow::Result<Vec<SkillStatus>> {
+    pub fn skills(&self) -> Result<Vec<SkillStatus>, StateError> {
         let reg = self.inner.registry()?;
         Ok(reg
             .skills
@@ -107,8 +74,11 @@ impl Host {
                 name: name.clone(),
                 version: info.entry.version.to_string(),
                 source: info.entry.source.clone(),
+                digest: info.entry.digest.clone(),
+                signer: info.entry.signer.clone(),
                 trusted: info.entry.trusted,
                 enabled: info.entry.enabled,
+                path: info.entry.path.clone(),
                 state: info.state.clone(),
                 tools: info
                     .manifest
@@ -125,14 +95,26 @@ impl Host {
             .collect())
     }
 
+    /// Problems with the skill sources: local folders that cannot be read
+    /// (each such folder is left out of [`Host::skills`]).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// for p in host.skill_source_problems()? { eprintln!("warning: {p}"); }
+    /// # Ok(()) }
+    /// ```
+    pub fn skill_source_problems(&self) -> Result<Vec<String>, StateError> {
+        Ok(self.inner.registry()?.source_problems.clone())
+    }
+
     /// Enables or disables a skill by name.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
     /// host.set_skill_enabled("text-tools", false)?;
     /// # Ok(()) }
     /// ```
-    pub fn set_skill_enabled(&self, name: &str, enabled: bool) -> anyhow::Result<()> {
+    pub fn set_skill_enabled(&self, name: &str, enabled: bool) -> Result<(), CatalogError> {
         self.known_skill(name)?;
         lock(&self.inner.store).set_enabled(name, enabled)?;
         self.inner.changed();
@@ -142,23 +124,152 @@ impl Host {
     /// Trusts an untrusted install or local folder of this name.
     ///
     /// ```no_run
-    /// # fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
     /// host.trust_skill("my-skill")?;
     /// # Ok(()) }
     /// ```
-    pub fn trust_skill(&self, name: &str) -> anyhow::Result<()> {
+    pub fn trust_skill(&self, name: &str) -> Result<(), CatalogError> {
         self.known_skill(name)?;
         lock(&self.inner.store).set_trusted(name)?;
         self.inner.changed();
         Ok(())
     }
 
-    fn known_skill(&self, name: &str) -> anyhow::Result<()> {
+    fn known_skill(&self, name: &str) -> Result<(), CatalogError> {
         let reg = self.inner.registry()?;
         if reg.skills.contains_key(name) {
             Ok(())
         } else {
-            anyhow::bail!("no skill named `{name}` (see `skillhost skills list`)")
+            Err(CatalogError::NotFound(format!(
+                "no skill named `{name}` (see `skillhost skills list`)"
+            )))
         }
+    }
+
+    /// Opens a bundle against this host's trusted keys without installing
+    /// it: its statement, digest, signer (trusted or not) and files.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
+    /// let bundle = host.verify_bundle(&std::fs::read("greeter.skill").unwrap_or_default())?;
+    /// println!("{}@{}", bundle.statement.name, bundle.statement.version);
+    /// # Ok(()) }
+    /// ```
+    pub fn verify_bundle(&self, bytes: &[u8]) -> Result<OpenedBundle, CatalogError> {
+        crate::bundle::install::verify(&self.inner.data, bytes)
+    }
+
+    /// Installs a bundle from its bytes (atomic: on any refusal nothing is
+    /// left of it). A name and version installed already is a
+    /// [`CatalogError::Conflict`]; every other refusal (unreadable, badly
+    /// signed, untrusted without `allow_untrusted`, a rollback without
+    /// `allow_downgrade`, a new signer, a component that does not load) is
+    /// [`CatalogError::Refused`].
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
+    /// let bytes = std::fs::read("greeter.skill").unwrap_or_default();
+    /// let out = host.install_bundle(&bytes, Default::default()).await?;
+    /// println!("installed {}@{}", out.name, out.version);
+    /// # Ok(()) }
+    /// ```
+    pub async fn install_bundle(
+        &self,
+        bytes: &[u8],
+        options: InstallOptions,
+    ) -> Result<InstallOutcome, CatalogError> {
+        let out =
+            crate::bundle::install::install(&self.inner.data, &self.inner.sandbox, bytes, options)
+                .await?;
+        self.inner.changed();
+        Ok(out)
+    }
+
+    /// Uninstalls `NAME` (every installed version) or `NAME@VERSION`;
+    /// returns the versions removed.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
+    /// for v in host.uninstall_skill("greeter")? { println!("uninstalled greeter@{v}"); }
+    /// # Ok(()) }
+    /// ```
+    pub fn uninstall_skill(&self, spec: &str) -> Result<Vec<semver::Version>, CatalogError> {
+        let removed = crate::bundle::install::uninstall(&self.inner.data, spec)?;
+        self.inner.changed();
+        Ok(removed)
+    }
+
+    /// Trusts a publisher key under `label`, and for `skills` even where
+    /// another key signed their earlier versions. Trusting a key again
+    /// relabels it.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host, key: skillhost::PublicKey) -> Result<(), skillhost::CatalogError> {
+    /// host.trust_key(&key, "alice", &[])?;
+    /// # Ok(()) }
+    /// ```
+    pub fn trust_key(
+        &self,
+        key: &PublicKey,
+        label: &str,
+        skills: &[String],
+    ) -> Result<(), CatalogError> {
+        lock(&self.inner.store).add_trusted_key(&key.key_id(), label, &key.to_base64(), skills)?;
+        self.inner.changed();
+        Ok(())
+    }
+
+    /// Every trusted publisher key, by label.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// for k in host.trusted_keys()? { println!("{} {}", k.key_id, k.label); }
+    /// # Ok(()) }
+    /// ```
+    pub fn trusted_keys(&self) -> Result<Vec<TrustedKey>, StateError> {
+        Ok(lock(&self.inner.store).trusted_keys()?)
+    }
+
+    /// Stops trusting the key with this id or label.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
+    /// host.untrust_key("alice")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn untrust_key(&self, id_or_label: &str) -> Result<(), CatalogError> {
+        if lock(&self.inner.store).remove_trusted_key(id_or_label)? == 0 {
+            return Err(CatalogError::NotFound(format!(
+                "no trusted key has the id or label `{id_or_label}`"
+            )));
+        }
+        self.inner.changed();
+        Ok(())
+    }
+
+    /// The skills `caller` may see, by name: a persona's trusted, enabled
+    /// and granted skills whose tools are registered; for the operator,
+    /// every skill whose tools are registered (what the MCP front serves as
+    /// skills and prompts).
+    pub(crate) fn visible_skills(&self, caller: &Caller) -> Result<Vec<SkillInfo>, PersonaError> {
+        let reg = self.inner.registry()?;
+        let persona = caller.persona_id();
+        if let Some(p) = persona
+            && !reg.personas.contains(p)
+        {
+            return Err(PersonaError::NotFound(format!(
+                "there is no persona `{p}` (`skillhost personas list` shows them)"
+            )));
+        }
+        Ok(reg
+            .skills
+            .iter()
+            .filter(|(_, info)| info.state.registers_tools())
+            .filter(|(name, _)| match persona {
+                None => true,
+                Some(p) => reg.grants.get(p).is_some_and(|g| g.contains(*name)),
+            })
+            .map(|(_, info)| info.clone())
+            .collect())
     }
 }

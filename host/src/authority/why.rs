@@ -1,4 +1,4 @@
-//! "Why can't this persona use that tool?": the seed's debugging order,
+//! "Why can't this persona use that tool?": the contract's debugging order,
 //! walked link by link, naming the first broken one.
 //!
 //! 1. **server**: the tool's server is configured, enabled and its process
@@ -15,6 +15,7 @@
 use serde::Serialize;
 
 use crate::authority::Host;
+use crate::error::StateError;
 use crate::registry::{Provider, SkillState};
 use crate::state::runs::{Outcome, RunFilter, RunRecord};
 
@@ -79,12 +80,16 @@ impl Host {
     /// the server is started to see whether it comes up.
     ///
     /// ```no_run
-    /// # async fn f(host: skillhost::Host) -> anyhow::Result<()> {
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
     /// let why = host.why("support", "text.word_count").await?;
     /// for s in &why.steps { println!("{} {} {}", s.step, s.ok, s.detail); }
     /// # Ok(()) }
     /// ```
-    pub async fn why(&self, persona: &str, tool: &str) -> anyhow::Result<WhyReport> {
+    pub async fn why(&self, persona: &str, tool: &str) -> Result<WhyReport, StateError> {
+        Ok(self.walk(persona, tool).await?)
+    }
+
+    async fn walk(&self, persona: &str, tool: &str) -> anyhow::Result<WhyReport> {
         let mut steps = Vec::new();
         let mut log_tail = None;
         let config = self.mcp_config()?;
@@ -93,7 +98,7 @@ impl Host {
         // server named by the prefix, else a skill that declares the tool.
         let registered = reg0.entries.get(tool).cloned();
         let provider = match &registered {
-            Some(e) => Some(e.provider.clone()),
+            Some(e) => Some(e.spec.provider.clone()),
             None => tool
                 .split_once('.')
                 .and_then(|(s, _)| config.server(s))
@@ -144,7 +149,7 @@ impl Host {
                                 },
                             ))
                         }
-                        Err(e) => steps.push(step("server", false, e)),
+                        Err(e) => steps.push(step("server", false, e.to_string())),
                     },
                     None => steps.push(step(
                         "server",

@@ -17,11 +17,13 @@ use sha2::{Digest, Sha256};
 
 use crate::bundle::trust::PublicKey;
 use crate::bundle::{OpenedBundle, STATEMENT_PATH, Signer, open_bundle};
+use crate::error::CatalogError;
 use crate::sandbox::Sandbox;
 use crate::skill::Skill;
 use crate::skill::manifest::SkillManifest;
+use crate::state::Store;
 use crate::state::data_dir::DataDir;
-use crate::state::{InstalledRecord, Store};
+use crate::state::skills::InstalledRecord;
 
 const SKILLS: &str = "skills";
 const STAGING: &str = "skills/.staging";
@@ -59,13 +61,14 @@ pub struct InstallOutcome {
     pub trusted: bool,
 }
 
-/// An install or uninstall that was refused; nothing was changed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct InstallError(pub String);
+/// A refusal of the bundle or request; nothing was changed.
+fn err(m: impl Into<String>) -> CatalogError {
+    CatalogError::Refused(m.into())
+}
 
-fn err(m: impl Into<String>) -> InstallError {
-    InstallError(m.into())
+/// The host's state could not be read or written.
+fn state(e: impl std::fmt::Display) -> CatalogError {
+    CatalogError::State(anyhow::anyhow!("{e}").into())
 }
 
 static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -74,16 +77,16 @@ static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
 struct InstallLock(std::fs::File);
 
 impl InstallLock {
-    fn acquire(data: &DataDir) -> Result<InstallLock, InstallError> {
+    fn acquire(data: &DataDir) -> Result<InstallLock, CatalogError> {
         let mut opts = OpenOptions::new();
         opts.create(true).write(true).truncate(false);
         let file = data
             .dir
             .open_with(LOCK, &opts)
-            .map_err(|e| err(format!("cannot open the install lock: {e}")))?
+            .map_err(|e| state(format!("cannot open the install lock: {e}")))?
             .into_std();
         file.lock()
-            .map_err(|e| err(format!("cannot take the install lock: {e}")))?;
+            .map_err(|e| state(format!("cannot take the install lock: {e}")))?;
         Ok(InstallLock(file))
     }
 }
@@ -96,10 +99,10 @@ impl Drop for InstallLock {
 
 fn trusted_key_lookup(
     store: &Store,
-) -> Result<impl Fn(&str) -> Option<PublicKey> + use<>, InstallError> {
+) -> Result<impl Fn(&str) -> Option<PublicKey> + use<>, CatalogError> {
     let keys = store
         .trusted_keys()
-        .map_err(|e| err(format!("cannot read the trust store: {e}")))?;
+        .map_err(|e| state(format!("cannot read the trust store: {e}")))?;
     Ok(move |id: &str| {
         keys.iter()
             .find(|k| k.key_id == id)
@@ -108,10 +111,10 @@ fn trusted_key_lookup(
 }
 
 /// Opens a bundle against the trust store of `data` without installing it.
-pub(crate) fn verify(data: &DataDir, bytes: &[u8]) -> anyhow::Result<OpenedBundle> {
-    let store = Store::open(&data.root)?;
+pub(crate) fn verify(data: &DataDir, bytes: &[u8]) -> Result<OpenedBundle, CatalogError> {
+    let store = Store::open(&data.root).map_err(state)?;
     let lookup = trusted_key_lookup(&store)?;
-    Ok(open_bundle(bytes, lookup)?)
+    open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))
 }
 
 /// Removes staging leftovers and reconciles folders with records.
@@ -162,7 +165,7 @@ pub(crate) fn recover(data: &DataDir, store: &mut Store) -> anyhow::Result<()> {
 
 /// Writes the bundle's files into a fresh staging folder and checks the
 /// bytes read back from disk against the statement.
-fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, InstallError> {
+fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, CatalogError> {
     let id = format!(
         "{}-{}-{}",
         std::process::id(),
@@ -177,7 +180,7 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, InstallError> 
         .dir
         .open_dir(&rel)
         .map_err(|e| err(format!("cannot open staging folder: {e}")))?;
-    let result = (|| -> Result<(), InstallError> {
+    let result = (|| -> Result<(), CatalogError> {
         for (path, bytes) in &bundle.files {
             if let Some((parent, _)) = path.rsplit_once('/') {
                 staging
@@ -246,13 +249,21 @@ pub(crate) async fn install(
     sandbox: &Sandbox,
     bytes: &[u8],
     options: InstallOptions,
-) -> Result<InstallOutcome, InstallError> {
+) -> Result<InstallOutcome, CatalogError> {
     let _lock = InstallLock::acquire(data)?;
-    let mut store = Store::open(&data.root).map_err(|e| err(e.to_string()))?;
+    let mut store = Store::open(&data.root).map_err(state)?;
     let lookup = trusted_key_lookup(&store)?;
     let bundle = open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))?;
     let st = &bundle.statement;
     let label = format!("{}@{}", st.name, st.version);
+
+    let installed = store.installed().map_err(state)?;
+    let same_name: Vec<&InstalledRecord> = installed.iter().filter(|r| r.name == st.name).collect();
+    if same_name.iter().any(|r| r.version == st.version) {
+        return Err(CatalogError::Conflict(format!(
+            "{label} is already installed; uninstall it first, or install a higher version"
+        )));
+    }
 
     // Trust.
     let trusted = matches!(bundle.signer, Signer::Trusted { .. });
@@ -269,13 +280,6 @@ pub(crate) async fn install(
     }
 
     // Rollback and signer pinning against what is installed.
-    let installed = store.installed().map_err(|e| err(e.to_string()))?;
-    let same_name: Vec<&InstalledRecord> = installed.iter().filter(|r| r.name == st.name).collect();
-    if same_name.iter().any(|r| r.version == st.version) {
-        return Err(err(format!(
-            "{label} is already installed; uninstall it first"
-        )));
-    }
     if let Some(max) = same_name.iter().map(|r| &r.version).max()
         && st.version < *max
         && !options.allow_downgrade
@@ -289,7 +293,7 @@ pub(crate) async fn install(
     if let Some(previous) = same_name.iter().rev().find_map(|r| r.signer.clone())
         && new_signer.as_deref() != Some(previous.as_str())
     {
-        let keys = store.trusted_keys().map_err(|e| err(e.to_string()))?;
+        let keys = store.trusted_keys().map_err(state)?;
         let explicitly = new_signer.as_deref().is_some_and(|id| {
             keys.iter()
                 .any(|k| k.key_id == id && k.skills.contains(&st.name))
@@ -348,7 +352,7 @@ pub(crate) async fn install(
         };
         if let Err(e) = store.add_installed(&record) {
             let _ = data.dir.remove_dir_all(&target);
-            return Err(err(format!("cannot record the install: {e}")));
+            return Err(state(format!("cannot record the install: {e}")));
         }
         Ok(())
     });
@@ -366,7 +370,7 @@ pub(crate) async fn install(
 }
 
 /// Makes sure `parent/name` is a real folder, never a planted symlink or file.
-fn ensure_real_dir(dir: &Dir, parent: &str, name: &str) -> Result<(), InstallError> {
+fn ensure_real_dir(dir: &Dir, parent: &str, name: &str) -> Result<(), CatalogError> {
     let path = format!("{parent}/{name}");
     match dir.symlink_metadata(&path) {
         Ok(m) if m.is_dir() => Ok(()),
@@ -396,16 +400,16 @@ pub async fn install_bundle(
     sandbox: &Sandbox,
     bytes: &[u8],
     options: InstallOptions,
-) -> anyhow::Result<InstallOutcome> {
-    let data = DataDir::open(data_dir)?;
-    let mut store = Store::open(&data.root)?;
-    recover(&data, &mut store)?;
+) -> Result<InstallOutcome, CatalogError> {
+    let data = DataDir::open(data_dir).map_err(state)?;
+    let mut store = Store::open(&data.root).map_err(state)?;
+    recover(&data, &mut store).map_err(state)?;
     drop(store);
-    Ok(install(&data, sandbox, bytes, options).await?)
+    install(&data, sandbox, bytes, options).await
 }
 
 /// Uninstalls `name` (every version) or `name@version`.
-pub(crate) fn uninstall(data: &DataDir, spec: &str) -> Result<Vec<semver::Version>, InstallError> {
+pub(crate) fn uninstall(data: &DataDir, spec: &str) -> Result<Vec<semver::Version>, CatalogError> {
     let (name, version) = match spec.split_once('@') {
         Some((n, v)) => (
             n,
@@ -417,12 +421,12 @@ pub(crate) fn uninstall(data: &DataDir, spec: &str) -> Result<Vec<semver::Versio
         None => (spec, None),
     };
     let _lock = InstallLock::acquire(data)?;
-    let mut store = Store::open(&data.root).map_err(|e| err(e.to_string()))?;
+    let mut store = Store::open(&data.root).map_err(state)?;
     let removed = store
         .remove_installed(name, version.as_ref())
-        .map_err(|e| err(e.to_string()))?;
+        .map_err(state)?;
     if removed.is_empty() {
-        return Err(err(format!("`{spec}` is not installed")));
+        return Err(CatalogError::NotFound(format!("`{spec}` is not installed")));
     }
     for v in &removed {
         let _ = data.dir.remove_dir_all(format!("{SKILLS}/{name}/{v}"));

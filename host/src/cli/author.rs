@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::limits::LimitsRequest;
-use crate::sandbox::Sandbox;
-use crate::skill::Skill;
-use crate::skill::manifest::SkillManifest;
+use skillhost::LimitsRequest;
+use skillhost::Sandbox;
+use skillhost::Skill;
+use skillhost::SkillManifest;
 
 /// Where the guest SDK's source is, when this binary was built from a checkout.
 fn sdk_dependency() -> String {

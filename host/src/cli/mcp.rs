@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use skillhost_mcp::{CONFIG_FILE, McpConfig, ServerConfig, TestReport, TransportKind};
+use skillhost_mcp::{CONFIG_FILE, ServerConfig, TestReport, TransportKind};
 
-use crate::state::Store;
-use crate::state::data_dir::DataDir;
-use crate::upstream::{self, ServerError};
+use skillhost::{Host, ServerError};
+
+use super::open_host;
 
 /// MCP server commands.
 #[derive(Debug, Subcommand)]
@@ -112,18 +112,6 @@ pub(crate) struct AddArgs {
     command: Vec<String>,
 }
 
-fn config_path(data: &DataDir) -> String {
-    data.root.join(CONFIG_FILE).display().to_string()
-}
-
-fn load(data: &DataDir) -> anyhow::Result<McpConfig> {
-    Ok(upstream::load(data)?)
-}
-
-fn find<'a>(config: &'a McpConfig, name: &str) -> anyhow::Result<&'a ServerConfig> {
-    Ok(upstream::find(config, name)?)
-}
-
 fn split_pair(s: &str, seps: &[char]) -> Option<(String, String)> {
     let i = s.find(|c| seps.contains(&c))?;
     Some((s[..i].trim().to_string(), s[i + 1..].trim().to_string()))
@@ -155,16 +143,25 @@ pub(crate) fn masked(s: &ServerConfig) -> Value {
 }
 
 pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> {
-    let data = DataDir::open(data_dir)?;
+    let host = open_host(data_dir).await?;
+    let done = run_with(&host, cmd).await;
+    host.shutdown().await;
+    done
+}
+
+async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
     match cmd {
-        McpCommand::Add(args) => add(&data, args),
+        McpCommand::Add(args) => add(host, args),
         McpCommand::List { json } => {
-            let config = load(&data)?;
+            let config = host.mcp_servers()?;
             if json {
                 let all: Vec<Value> = config.servers.iter().map(masked).collect();
                 println!("{}", serde_json::to_string_pretty(&all)?);
             } else if config.servers.is_empty() {
-                println!("no MCP servers in {}", config_path(&data));
+                println!(
+                    "no MCP servers in {}",
+                    host.data_dir().join(CONFIG_FILE).display()
+                );
             } else {
                 for s in &config.servers {
                     let target = match s.transport {
@@ -206,9 +203,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Test { name, json } => {
-            let config = load(&data)?;
-            let server = find(&config, &name)?.clone();
-            let report = test(&data, &server).await?;
+            let report = host.test_mcp_server(&name).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -221,7 +216,8 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             }
         }
         McpCommand::Tools { name, json } => {
-            let tools: Vec<Value> = upstream::tools(&data, &name)
+            let tools: Vec<Value> = host
+                .mcp_server_tools(&name)
                 .await?
                 .iter()
                 .map(|(t, status)| {
@@ -247,7 +243,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Enable { name } => {
-            let enabled = upstream::enable(&data, &name).await?;
+            let enabled = host.enable_mcp_server(&name).await?;
             match enabled.unreachable {
                 None => println!(
                     "approved {} tool definition(s) of {name:?} (pinned)",
@@ -261,12 +257,12 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Disable { name } => {
-            upstream::disable(&data, &name)?;
+            host.disable_mcp_server(&name).await?;
             println!("disabled {name:?}");
             Ok(())
         }
         McpCommand::Remove { name } => {
-            upstream::remove(&data, &name)?;
+            host.remove_mcp_server(&name).await?;
             println!("removed {name:?}");
             Ok(())
         }
@@ -277,15 +273,10 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
         } => {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-            let servers = skillhost_mcp::import_desktop_config(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let servers = host
+                .import_mcp_servers(&text, replace)
+                .map_err(|e| anyhow::Error::new(e).context(file.display().to_string()))?;
             let imported: Vec<Value> = servers.iter().map(masked).collect();
-            McpConfig::update(&data.dir, |c| {
-                skillhost_mcp::merge_imported(c, servers, replace)
-                    .map_err(|e| format!("{}: {e}", file.display()))
-            })
-            .map_err(|e| anyhow::anyhow!("{}: {e}", data.root.display()))?;
-            Store::open(&data.root)?.bump_generation()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&imported)?);
             } else {
@@ -303,9 +294,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
             Ok(())
         }
         McpCommand::Logs { name, bytes, json } => {
-            let config = load(&data)?;
-            find(&config, &name)?;
-            let text = upstream::logs(&data, &name, bytes)?;
+            let text = host.mcp_server_logs(&name, bytes)?;
             if json {
                 println!(
                     "{}",
@@ -319,7 +308,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
     }
 }
 
-fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
+fn add(host: &Host, args: AddArgs) -> anyhow::Result<()> {
     let transport = match (args.transport.as_deref(), &args.url) {
         (Some(t), _) => serde_json::from_value::<TransportKind>(json!(t))
             .map_err(|_| anyhow::anyhow!("--transport {t:?}: use stdio, streamable_http or sse"))?,
@@ -360,7 +349,7 @@ fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
         server.headers.insert(k, skillhost_mcp::Secret::new(v));
     }
     let name = server.name.clone();
-    match upstream::add(data, server) {
+    match host.add_mcp_server(server) {
         Err(ServerError::Conflict(_)) => anyhow::bail!(
             "a server named {name:?} is already configured; `skillhost mcp remove {name}` first"
         ),
@@ -368,10 +357,6 @@ fn add(data: &DataDir, args: AddArgs) -> anyhow::Result<()> {
     }
     println!("added {name:?} (disabled); next: `skillhost mcp test {name}`");
     Ok(())
-}
-
-async fn test(data: &DataDir, server: &ServerConfig) -> anyhow::Result<TestReport> {
-    Ok(upstream::test(data, server).await?)
 }
 
 fn print_report(r: &TestReport) {

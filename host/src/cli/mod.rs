@@ -1,4 +1,10 @@
-//! The `skillhost` command line: thin translations of library calls.
+//! The `skillhost` command line: thin translations of [`skillhost::Host`]
+//! calls (the same methods the HTTP API calls for the same operation).
+//!
+//! Exit codes: 0 done; 1 the request was refused or the call failed (the
+//! one line on stderr says why: the host's typed errors carry a message
+//! naming what was wrong and what to do); 2 the command line is malformed;
+//! 3 the call waits for approval (`skillhost runs approve RUN`).
 
 mod author;
 mod demo;
@@ -15,9 +21,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::limits::LimitsRequest;
-use crate::sandbox::{Sandbox, SandboxBuilder};
-use crate::skill::Skill;
+use skillhost::LimitsRequest;
+use skillhost::Skill;
+use skillhost::{Sandbox, SandboxBuilder};
 
 /// skillhost: a WebAssembly-sandboxed plugin host for AI agents.
 #[derive(Debug, Parser)]
@@ -204,8 +210,11 @@ struct CallArgs {
     json: bool,
 }
 
+/// Exit code of a refused request or a failed call.
+const EXIT_FAILED: u8 = 1;
+
 /// Runs the command line; the binary's `main` is only this.
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     quiet_on_closed_stdout();
     let cli = Cli::parse();
     init_tracing(cli.verbose);
@@ -220,7 +229,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", one_line(&format!("{e:#}")));
-            ExitCode::FAILURE
+            ExitCode::from(EXIT_FAILED)
         }
     }
 }
@@ -301,9 +310,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn run_plain(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Build { dir } => {
-            let out =
-                tokio::task::spawn_blocking(move || crate::skill::guest_build::build_skill(&dir))
-                    .await??;
+            let out = tokio::task::spawn_blocking(move || skillhost::build_skill(&dir)).await??;
             println!("{}", out.display());
             Ok(())
         }
@@ -329,7 +336,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Keygen { out } => skills::keygen(&out),
         Command::Pack { dir, key, out } => skills::pack(&dir, key.as_deref(), &out),
-        Command::Verify { file, json } => skills::verify(&cli.data_dir, &file, json),
+        Command::Verify { file, json } => skills::verify(&cli.data_dir, &file, json).await,
         Command::Install {
             file,
             allow_untrusted,
@@ -338,15 +345,15 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             skills::install(
                 &cli.data_dir,
                 &file,
-                crate::bundle::install::InstallOptions {
+                skillhost::InstallOptions {
                     allow_untrusted,
                     allow_downgrade,
                 },
             )
             .await
         }
-        Command::Uninstall { spec } => skills::uninstall(&cli.data_dir, &spec),
-        Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd),
+        Command::Uninstall { spec } => skills::uninstall(&cli.data_dir, &spec).await,
+        Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd).await,
         Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd).await,
         Command::Mcp(cmd) => mcp::run(&cli.data_dir, cmd).await,
         Command::Personas(cmd) => personas::personas(&cli.data_dir, cmd).await,
@@ -364,11 +371,13 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The host for this data dir (MCP servers on demand).
-async fn open_host(data_dir: &Path) -> anyhow::Result<crate::authority::Host> {
-    crate::authority::HostBuilder::new(data_dir)
-        .sandbox(open_sandbox(data_dir)?)
+async fn open_host(data_dir: &Path) -> anyhow::Result<skillhost::Host> {
+    let sandbox = open_sandbox(data_dir)?;
+    let host = skillhost::HostBuilder::new(data_dir)
+        .sandbox(sandbox)
         .build()
-        .await
+        .await?;
+    Ok(host)
 }
 
 /// Exit code of a call that stopped in `waiting_approval`.
@@ -378,16 +387,19 @@ const EXIT_WAITING_APPROVAL: u8 = 3;
 /// `waiting_approval` the run id and how to approve on stderr (exit 3);
 /// otherwise the error on stderr (exit 1; an MCP timeout's JSON goes to
 /// stdout too). With `json` the whole report goes to stdout.
-fn print_report(report: &crate::authority::RunReport, json: bool) -> anyhow::Result<ExitCode> {
-    use crate::state::runs::Outcome;
+fn print_report(report: &skillhost::RunReport, json: bool) -> anyhow::Result<ExitCode> {
+    use skillhost::Outcome;
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
     }
     match report.outcome {
         Outcome::Ok => {
             if !json {
-                let out = report.output.clone().unwrap_or_default();
-                println!("{}", serde_json::to_string_pretty(&out)?);
+                let out = report.output.as_ref().map(|o| o.to_value());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&out.unwrap_or_default())?
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -400,15 +412,23 @@ fn print_report(report: &crate::authority::RunReport, json: bool) -> anyhow::Res
         }
         outcome => {
             let error = report.error.clone().unwrap_or_default();
-            if !json && outcome == Outcome::Timeout && error.starts_with('{') {
-                println!("{error}");
+            // An MCP timeout's answer is the contract's JSON object: it goes
+            // to stdout as the result would, and stderr says it once, in words.
+            let timeout: Option<serde_json::Value> = (outcome == Outcome::Timeout)
+                .then(|| serde_json::from_str(&error).ok())
+                .flatten();
+            match &timeout {
+                Some(answer) => {
+                    if !json {
+                        println!("{error}");
+                    }
+                    let words = answer["error"].as_str().unwrap_or("timed out");
+                    eprintln!("error: {outcome}: {words}");
+                }
+                None if outcome == Outcome::Error => eprintln!("error: {}", one_line(&error)),
+                None => eprintln!("error: {outcome}: {}", one_line(&error)),
             }
-            if outcome == Outcome::Error {
-                eprintln!("error: {}", one_line(&error));
-            } else {
-                eprintln!("error: {outcome}: {}", one_line(&error));
-            }
-            Ok(ExitCode::FAILURE)
+            Ok(ExitCode::from(EXIT_FAILED))
         }
     }
 }
@@ -430,10 +450,10 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
     }
     let host = open_host(data_dir).await?;
     let caller = match &args.persona {
-        Some(p) => crate::authority::Caller::persona(p.clone()),
-        None => crate::authority::Caller::Operator,
+        Some(p) => skillhost::Caller::persona(p.clone()),
+        None => skillhost::Caller::Operator,
     };
-    let req = crate::authority::CallRequest {
+    let req = skillhost::CallRequest {
         input_refs: args.refs.clone(),
         limits: request,
         confirmed: args.yes,
@@ -463,7 +483,7 @@ async fn call(data_dir: &Path, args: CallArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Reads a structured handoff file (`-`: stdin).
-fn read_handoff(file: &Path) -> anyhow::Result<crate::authority::handoff::StructuredHandoff> {
+fn read_handoff(file: &Path) -> anyhow::Result<skillhost::StructuredHandoff> {
     let text = if file == Path::new("-") {
         std::io::read_to_string(std::io::stdin())
             .map_err(|e| anyhow::anyhow!("cannot read the handoff from stdin: {e}"))?

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::{open_host, print_report};
-use crate::state::runs::{RunFilter, RunRecord};
+use skillhost::{RunFilter, RunRecord};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum RunsCommand {

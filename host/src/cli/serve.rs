@@ -9,8 +9,8 @@ use std::time::Duration;
 use clap::{ArgGroup, Args};
 use rmcp::ServiceExt;
 
-use crate::authority::Caller;
-use crate::front::mcp::McpFront;
+use skillhost::Caller;
+use skillhost::McpFront;
 
 /// `skillhost serve` arguments.
 #[derive(Debug, Args)]
@@ -112,7 +112,7 @@ async fn serve_http(
     terminated: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let host = super::open_host(data_dir).await?;
-    let mut builder = crate::front::http::HttpServerBuilder::new(host.clone(), addr)
+    let mut builder = skillhost::HttpServerBuilder::new(host.clone(), addr)
         .allow_remote(args.allow_remote)
         .grace_period(Duration::from_secs(args.grace_secs))
         .elicitation(!args.no_elicitation);

@@ -3,15 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
+use skillhost::{InstallOptions, MAX_ARCHIVE_BYTES, PublicKey, SecretKey, Signer, pack_dir};
 
-use crate::bundle::install::{self, InstallOptions};
-use crate::bundle::trust::{PublicKey, SecretKey};
-use crate::bundle::{MAX_ARCHIVE_BYTES, Signer, pack_dir};
-use crate::registry::catalog;
-use crate::sandbox::Sandbox;
-use crate::skill::Skill;
-use crate::state::Store;
-use crate::state::data_dir::DataDir;
+use super::open_host;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum TrustCommand {
@@ -66,14 +60,6 @@ pub(super) enum SkillsCommand {
     },
 }
 
-/// Opens the data dir and database, cleaning up any interrupted install.
-fn open_state(data_dir: &Path) -> anyhow::Result<(DataDir, Store)> {
-    let data = DataDir::open(data_dir)?;
-    let mut store = Store::open(&data.root)?;
-    install::recover(&data, &mut store)?;
-    Ok((data, store))
-}
-
 pub(super) fn keygen(out: &Path) -> anyhow::Result<()> {
     let (secret, public) = SecretKey::generate()?;
     let (key, pubf) = secret.write_pair(out)?;
@@ -115,10 +101,12 @@ fn read_bundle(file: &Path) -> anyhow::Result<Vec<u8>> {
     Ok(std::fs::read(file)?)
 }
 
-pub(super) fn verify(data_dir: &Path, file: &Path, json: bool) -> anyhow::Result<()> {
+pub(super) async fn verify(data_dir: &Path, file: &Path, json: bool) -> anyhow::Result<()> {
     let bytes = read_bundle(file)?;
-    let data = DataDir::open(data_dir)?;
-    let b = install::verify(&data, &bytes)?;
+    let host = open_host(data_dir).await?;
+    let verified = host.verify_bundle(&bytes);
+    host.shutdown().await;
+    let b = verified?;
     let trusted = matches!(b.signer, Signer::Trusted { .. });
     if json {
         println!(
@@ -158,9 +146,10 @@ pub(super) async fn install(
     options: InstallOptions,
 ) -> anyhow::Result<()> {
     let bytes = read_bundle(file)?;
-    let (data, _store) = open_state(data_dir)?;
-    let sandbox = super::open_sandbox(data_dir)?;
-    let out = install::install(&data, &sandbox, &bytes, options).await?;
+    let host = open_host(data_dir).await?;
+    let installed = host.install_bundle(&bytes, options).await;
+    host.shutdown().await;
+    let out = installed?;
     println!(
         "installed {}@{} ({}, {})",
         out.name,
@@ -178,9 +167,11 @@ pub(super) async fn install(
     Ok(())
 }
 
-pub(super) fn uninstall(data_dir: &Path, spec: &str) -> anyhow::Result<()> {
-    let (data, _store) = open_state(data_dir)?;
-    let removed = install::uninstall(&data, spec)?;
+pub(super) async fn uninstall(data_dir: &Path, spec: &str) -> anyhow::Result<()> {
+    let host = open_host(data_dir).await?;
+    let removed = host.uninstall_skill(spec);
+    host.shutdown().await;
+    let removed = removed?;
     let name = spec.split('@').next().unwrap_or(spec);
     for v in removed {
         println!("uninstalled {name}@{v}");
@@ -188,9 +179,14 @@ pub(super) fn uninstall(data_dir: &Path, spec: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn trust(data_dir: &Path, cmd: TrustCommand) -> anyhow::Result<()> {
-    let data = DataDir::open(data_dir)?;
-    let mut store = Store::open(&data.root)?;
+pub(super) async fn trust(data_dir: &Path, cmd: TrustCommand) -> anyhow::Result<()> {
+    let host = open_host(data_dir).await?;
+    let done = trust_with(&host, cmd);
+    host.shutdown().await;
+    done
+}
+
+fn trust_with(host: &skillhost::Host, cmd: TrustCommand) -> anyhow::Result<()> {
     match cmd {
         TrustCommand::Add {
             file,
@@ -198,11 +194,11 @@ pub(super) fn trust(data_dir: &Path, cmd: TrustCommand) -> anyhow::Result<()> {
             for_skills,
         } => {
             let key = PublicKey::read(&file)?;
-            store.add_trusted_key(&key.key_id(), &name, &key.to_base64(), &for_skills)?;
+            host.trust_key(&key, &name, &for_skills)?;
             println!("trusted key {} as `{name}`", key.key_id());
         }
         TrustCommand::List { json } => {
-            let keys = store.trusted_keys()?;
+            let keys = host.trusted_keys()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&keys)?);
             } else if keys.is_empty() {
@@ -219,9 +215,7 @@ pub(super) fn trust(data_dir: &Path, cmd: TrustCommand) -> anyhow::Result<()> {
             }
         }
         TrustCommand::Remove { key } => {
-            if store.remove_trusted_key(&key)? == 0 {
-                anyhow::bail!("no trusted key has the id or label `{key}`");
-            }
+            host.untrust_key(&key)?;
             println!("removed {key}");
         }
     }
@@ -229,150 +223,70 @@ pub(super) fn trust(data_dir: &Path, cmd: TrustCommand) -> anyhow::Result<()> {
 }
 
 pub(super) async fn skills(data_dir: &Path, cmd: SkillsCommand) -> anyhow::Result<()> {
-    let states = match &cmd {
-        SkillsCommand::List { .. } => {
-            let host = super::open_host(data_dir).await?;
-            let states = host.skills();
-            host.shutdown().await;
-            states?
-        }
-        _ => Vec::new(),
-    };
-    let (data, mut store) = open_state(data_dir)?;
-    let (entries, problems) = catalog::effective(&data, &store)?;
-    let known = |name: &str| -> anyhow::Result<()> {
-        if entries.iter().any(|e| e.name == name) {
-            Ok(())
-        } else {
-            anyhow::bail!("no skill named `{name}` (see `skillhost skills list`)")
-        }
-    };
+    let host = open_host(data_dir).await?;
+    let done = skills_with(&host, cmd);
+    host.shutdown().await;
+    done
+}
+
+fn skills_with(host: &skillhost::Host, cmd: SkillsCommand) -> anyhow::Result<()> {
     match cmd {
         SkillsCommand::List { json } => {
-            for p in &problems {
+            let skills = host.skills()?;
+            for p in host.skill_source_problems()? {
                 eprintln!("warning: {p}");
             }
-            // The registry's view: ready, unresolved (with the names that
-            // match no tool), untrusted, disabled or invalid.
-            let states: Vec<(String, serde_json::Value)> = states
-                .iter()
-                .map(|s| {
-                    let v = serde_json::to_value(&s.state).unwrap_or_default();
-                    (s.name.clone(), v)
-                })
-                .collect();
-            let state_of = |name: &str| {
-                states
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default()
-            };
             if json {
-                let mut out = Vec::new();
-                for e in &entries {
-                    let mut v = serde_json::to_value(e)?;
-                    if let (Some(obj), serde_json::Value::Object(state)) =
-                        (v.as_object_mut(), state_of(&e.name))
-                    {
-                        obj.extend(state);
-                    }
-                    out.push(v);
-                }
-                println!("{}", serde_json::to_string_pretty(&out)?);
-            } else {
+                println!("{}", serde_json::to_string_pretty(&skills)?);
+                return Ok(());
+            }
+            println!(
+                "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {:<11} shadows",
+                "NAME", "VERSION", "SOURCE", "DIGEST", "SIGNER", "TRUSTED", "ENABLED", "STATE"
+            );
+            for s in &skills {
+                let state = serde_json::to_value(&s.state)?;
+                let source = serde_json::to_value(&s.source)?
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 println!(
-                    "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {:<11} shadows",
-                    "NAME", "VERSION", "SOURCE", "DIGEST", "SIGNER", "TRUSTED", "ENABLED", "STATE"
+                    "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {:<11} {}",
+                    s.name,
+                    s.version,
+                    source,
+                    &s.digest[..s.digest.len().min(12)],
+                    s.signer.as_deref().unwrap_or("-"),
+                    if s.trusted { "yes" } else { "NO" },
+                    if s.enabled { "yes" } else { "no" },
+                    state["state"].as_str().unwrap_or("-"),
+                    if s.shadows.is_empty() {
+                        "-".to_string()
+                    } else {
+                        s.shadows.join(", ")
+                    }
                 );
-                for e in &entries {
-                    let state = state_of(&e.name);
-                    let state_name = state["state"].as_str().unwrap_or("-").to_string();
-                    let source = serde_json::to_value(&e.source)?
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    println!(
-                        "{:<20} {:<9} {:<9} {:<14} {:<17} {:<9} {:<8} {:<11} {}",
-                        e.name,
-                        e.version.to_string(),
-                        source,
-                        &e.digest[..e.digest.len().min(12)],
-                        e.signer.as_deref().unwrap_or("-"),
-                        if e.trusted { "yes" } else { "NO" },
-                        if e.enabled { "yes" } else { "no" },
-                        state_name,
-                        if e.shadows.is_empty() {
-                            "-".to_string()
-                        } else {
-                            e.shadows.join(", ")
-                        }
-                    );
-                    if let Some(missing) = state["missing"].as_array() {
-                        let names: Vec<&str> = missing.iter().filter_map(|m| m.as_str()).collect();
-                        println!("    unresolved tool_names: {}", names.join(", "));
-                    }
-                    if let Some(error) = state["error"].as_str() {
-                        println!("    invalid: {error}");
-                    }
+                if let Some(missing) = state["missing"].as_array() {
+                    let names: Vec<&str> = missing.iter().filter_map(|m| m.as_str()).collect();
+                    println!("    unresolved tool_names: {}", names.join(", "));
+                }
+                if let Some(error) = state["error"].as_str() {
+                    println!("    invalid: {error}");
                 }
             }
         }
         SkillsCommand::Enable { name } => {
-            known(&name)?;
-            store.set_enabled(&name, true)?;
+            host.set_skill_enabled(&name, true)?;
             println!("enabled {name}");
         }
         SkillsCommand::Disable { name } => {
-            known(&name)?;
-            store.set_enabled(&name, false)?;
+            host.set_skill_enabled(&name, false)?;
             println!("disabled {name}");
         }
         SkillsCommand::Trust { name } => {
-            known(&name)?;
-            store.set_trusted(&name)?;
+            host.trust_skill(&name)?;
             println!("trusted {name}");
         }
     }
     Ok(())
-}
-
-/// The effective, enabled, trusted skill that has `tool`.
-pub(super) fn find_tool(data_dir: &Path, sandbox: &Sandbox, tool: &str) -> anyhow::Result<Skill> {
-    let (data, store) = open_state(data_dir)?;
-    let (entries, _) = catalog::effective(&data, &store)?;
-    let mut known = Vec::new();
-    for e in &entries {
-        // Only the manifest is read to find the tool; only the skill that
-        // has it is loaded (compiled or taken from the cache).
-        let manifest = match e.manifest() {
-            Ok(m) => m,
-            Err(err) => {
-                tracing::warn!("skipping {}@{}: {err}", e.name, e.version);
-                continue;
-            }
-        };
-        if manifest.tool(tool).is_some() {
-            if !e.enabled {
-                anyhow::bail!(
-                    "`{tool}` belongs to skill `{}`, which is disabled (`skillhost skills enable {}`)",
-                    e.name,
-                    e.name
-                );
-            }
-            if !e.trusted {
-                anyhow::bail!(
-                    "`{tool}` belongs to skill `{}`, which is untrusted (`skillhost skills trust {}`)",
-                    e.name,
-                    e.name
-                );
-            }
-            return Ok(e.load(sandbox)?);
-        }
-        known.extend(manifest.tools.iter().map(|t| t.name.clone()));
-    }
-    anyhow::bail!(
-        "no skill has a tool `{tool}` (available: {}); use --skill DIR for a skill folder",
-        known.join(", ")
-    )
 }

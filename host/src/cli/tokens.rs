@@ -39,7 +39,7 @@ pub(super) async fn tokens(data_dir: &Path, cmd: TokensCommand) -> anyhow::Resul
     r
 }
 
-fn run(host: &crate::authority::Host, cmd: TokensCommand) -> anyhow::Result<()> {
+fn run(host: &skillhost::Host, cmd: TokensCommand) -> anyhow::Result<()> {
     match cmd {
         TokensCommand::Add { persona, label } => {
             let (token, info) = host.add_token(&persona, &label)?;

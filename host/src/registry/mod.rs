@@ -96,7 +96,7 @@ pub fn check_specialist(name: &str, canonical: &[String]) -> Result<(), String> 
     }
 }
 
-/// One registered tool, with the seed's stable fields first.
+/// One registered tool, with the contract's stable fields first.
 ///
 /// ```
 /// # async fn f(host: skillhost::Host) -> anyhow::Result<()> {
@@ -118,8 +118,12 @@ pub struct ToolSpec {
     pub requires_confirmation: bool,
     /// Whether the tool may change data.
     pub mutates_data: bool,
-    /// Who implements it: `skill:<skill name>` or the MCP server's name.
+    /// Who implements it: `skill:<skill name>` or the MCP server's name
+    /// ([`ToolSpec::provider`] is the same, typed).
     pub server: String,
+    /// Who implements it, typed.
+    #[serde(skip)]
+    pub provider: Provider,
     /// What the tool does.
     pub description: String,
     /// JSON Schema of the arguments (the default args schema when the tool
@@ -209,19 +213,69 @@ pub(crate) struct ServerInfo {
     pub allowed: HashSet<String>,
 }
 
-/// Who implements a registered tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Provider {
+/// Who implements a registered tool: a skill's component or an MCP
+/// server. Shown (in [`ToolSpec::server`], runs and events) as
+/// `skill:<skill name>` or the server's name.
+///
+/// ```
+/// let p = skillhost::Provider::Skill("text-tools".into());
+/// assert_eq!(p.to_string(), "skill:text-tools");
+/// assert_eq!(skillhost::Provider::Mcp("everything".into()).to_string(), "everything");
+/// assert_eq!(skillhost::Provider::parse("skill:text-tools"), Some(p));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Provider {
     /// A skill's component (by skill name).
     Skill(String),
     /// An MCP server (by config name).
     Mcp(String),
 }
 
+impl Provider {
+    /// The provider a `server` string names (`skill:<name>` or an MCP
+    /// server's name); `None` for the empty string.
+    ///
+    /// ```
+    /// assert_eq!(skillhost::Provider::parse(""), None);
+    /// ```
+    pub fn parse(server: &str) -> Option<Provider> {
+        if server.is_empty() {
+            return None;
+        }
+        Some(match server.strip_prefix(SKILL_SERVER_PREFIX) {
+            Some(skill) => Provider::Skill(skill.to_string()),
+            None => Provider::Mcp(server.to_string()),
+        })
+    }
+
+    /// Whether a skill's component provides the tool.
+    ///
+    /// ```
+    /// assert!(skillhost::Provider::Skill("t".into()).is_skill());
+    /// ```
+    pub fn is_skill(&self) -> bool {
+        matches!(self, Provider::Skill(_))
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provider::Skill(name) => write!(f, "{SKILL_SERVER_PREFIX}{name}"),
+            Provider::Mcp(server) => f.write_str(server),
+        }
+    }
+}
+
+impl Serialize for Provider {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One registered tool with what a call needs.
 pub(crate) struct Entry {
     pub spec: Arc<ToolSpec>,
-    pub provider: Provider,
     pub input: Schema,
     pub output: Option<Schema>,
     /// Why the tool cannot be called, if it cannot (an MCP tool whose
@@ -241,6 +295,8 @@ pub(crate) struct Inputs {
     pub personas: Vec<String>,
     pub skill_grants: Vec<(String, String)>,
     pub specialists: Vec<String>,
+    /// Problems with the skill sources (unreadable local folders).
+    pub source_problems: Vec<String>,
 }
 
 /// A caller's tools, shared.
@@ -262,6 +318,8 @@ pub(crate) struct Registry {
     /// Tools left out for a reason other than a conflict (a schema that
     /// does not compile, an invalid specialist on a server), by name.
     pub problems: Vec<String>,
+    /// Problems with the skill sources (unreadable local folders).
+    pub source_problems: Vec<String>,
 }
 
 fn compile(schema: &Value, what: &str) -> Result<Schema, String> {
@@ -281,6 +339,7 @@ impl Registry {
             grants: HashMap::new(),
             conflicts: Vec::new(),
             problems: Vec::new(),
+            source_problems: inputs.source_problems,
         };
         for (persona, skill) in inputs.skill_grants {
             reg.grants.entry(persona).or_default().insert(skill);
@@ -400,11 +459,11 @@ impl Registry {
                     requires_confirmation: t.requires_confirmation(),
                     mutates_data,
                     server: server.clone(),
+                    provider: Provider::Skill(m.name.clone()),
                     description: t.description.clone(),
                     input_schema,
                     output_schema: t.output_schema.clone(),
                 }),
-                provider: Provider::Skill(m.name.clone()),
                 input,
                 output,
                 disabled: None,
@@ -456,11 +515,11 @@ impl Registry {
                     requires_confirmation: t.tool.requires_confirmation,
                     mutates_data: t.tool.mutates_data,
                     server: server.to_string(),
+                    provider: Provider::Mcp(server.to_string()),
                     description: t.tool.description.clone(),
                     input_schema: t.tool.input_schema.clone(),
                     output_schema: t.tool.output_schema.clone(),
                 }),
-                provider: Provider::Mcp(server.to_string()),
                 input,
                 output,
                 disabled: t.disabled_reason.clone(),
@@ -537,7 +596,7 @@ impl Registry {
         if e.disabled.is_some() || !self.personas.contains(p) {
             return false;
         }
-        match &e.provider {
+        match &e.spec.provider {
             Provider::Skill(skill) => {
                 self.grants.get(p).is_some_and(|g| g.contains(skill))
                     && self

@@ -1,12 +1,13 @@
-//! Built-in skills: the example plugins, built from source by the build
-//! script and shipped inside the binary. Built-in skills are trusted.
+//! Built-in skills: the example plugins `text-tools` and `json-tools`,
+//! built from source by the build script and shipped inside the library.
+//! Built-in skills are trusted.
 
 use crate::sandbox::Sandbox;
 use crate::skill::manifest::SkillManifest;
 use crate::skill::{Skill, SkillError};
 
 mod artifacts {
-    include!(concat!(env!("OUT_DIR"), "/plugin_artifacts.rs"));
+    include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
 }
 
 /// One built-in skill: its manifest text and component bytes.
@@ -42,12 +43,12 @@ impl BuiltinSkill {
 const BUILTINS: &[BuiltinSkill] = &[
     BuiltinSkill {
         name: "text-tools",
-        manifest: include_str!("../../../plugins/text-tools/skill.yaml"),
+        manifest: artifacts::TEXT_TOOLS_MANIFEST,
         component: artifacts::TEXT_TOOLS_WASM,
     },
     BuiltinSkill {
         name: "json-tools",
-        manifest: include_str!("../../../plugins/json-tools/skill.yaml"),
+        manifest: artifacts::JSON_TOOLS_MANIFEST,
         component: artifacts::JSON_TOOLS_WASM,
     },
 ];
@@ -59,11 +60,4 @@ const BUILTINS: &[BuiltinSkill] = &[
 /// ```
 pub fn builtin_skills() -> &'static [BuiltinSkill] {
     BUILTINS
-}
-
-/// Paths of every plugin built from `plugins/`, hostile ones included, for
-/// the test suite and the demo. Not part of the stable API.
-#[doc(hidden)]
-pub mod plugin_artifacts {
-    pub use super::artifacts::*;
 }

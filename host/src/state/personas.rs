@@ -1,9 +1,5 @@
-//! Personas and their skill grants, in the database.
-//!
-//! A persona is an id (`[a-z0-9][a-z0-9_-]{0,63}`, never `*`) and a
-//! description. It sees nothing until an operator grants it something:
-//! skills here (`skill_grants`), MCP servers through the servers'
-//! `allowed_persona_ids` in `mcp_servers.json`.
+//! The `personas` and `skill_grants` tables. (The rules, and the MCP
+//! server grants, are in `crate::authority::personas`.)
 
 use rusqlite::params;
 use serde::Serialize;
@@ -24,32 +20,6 @@ pub struct Persona {
     pub description: String,
     /// Unix seconds.
     pub created_at: i64,
-}
-
-/// Whether `id` is a valid persona id: 1 to 64 of `a-z`, `0-9`, `_`, `-`,
-/// starting with a letter or digit.
-///
-/// ```
-/// assert!(skillhost::valid_persona_id("support_bot"));
-/// assert!(!skillhost::valid_persona_id("*"));
-/// assert!(!skillhost::valid_persona_id("Ana"));
-/// ```
-pub fn valid_persona_id(id: &str) -> bool {
-    let b = id.as_bytes();
-    !b.is_empty()
-        && b.len() <= 64
-        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
-}
-
-/// The message for an invalid persona id.
-pub(crate) fn invalid_persona_id(id: &str) -> String {
-    format!(
-        "{:?} is not a valid persona id: use 1 to 64 of a-z, 0-9, `_` and `-`, starting with a \
-         letter or digit (`*` means every persona and is only valid in MCP grants)",
-        crate::escape::escape_control(id, 80, false)
-    )
 }
 
 impl Store {
@@ -124,80 +94,11 @@ impl Store {
         stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect()
     }
-
-    /// The discovered tool definitions of every server, as stored JSON.
-    pub fn mcp_tool_definitions(&self) -> rusqlite::Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT server, definition FROM mcp_tools ORDER BY server, name")?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
-    }
-
-    /// Replaces the stored tool definitions of `server` (name → JSON) in
-    /// one transaction; rows that did not change are left alone so the
-    /// generation moves only on a real change.
-    pub fn replace_mcp_tools(
-        &mut self,
-        server: &str,
-        tools: &[(String, String)],
-    ) -> rusqlite::Result<()> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let stored: Vec<(String, String)> = {
-            let mut stmt =
-                tx.prepare("SELECT name, definition FROM mcp_tools WHERE server = ?1")?;
-            stmt.query_map(params![server], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?
-        };
-        for (name, _) in &stored {
-            if !tools.iter().any(|(n, _)| n == name) {
-                tx.execute(
-                    "DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2",
-                    params![server, name],
-                )?;
-            }
-        }
-        for (name, def) in tools {
-            if stored.iter().any(|(n, d)| n == name && d == def) {
-                continue;
-            }
-            tx.execute(
-                "INSERT INTO mcp_tools (server, name, definition) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (server, name) DO UPDATE SET definition = excluded.definition",
-                params![server, name, def],
-            )?;
-        }
-        tx.commit()
-    }
-
-    /// Forgets the stored tools of a removed server.
-    pub fn forget_mcp_server(&self, server: &str) -> rusqlite::Result<()> {
-        self.conn()
-            .execute("DELETE FROM mcp_tools WHERE server = ?1", params![server])?;
-        self.conn().execute(
-            "DELETE FROM mcp_tool_pins WHERE server = ?1",
-            params![server],
-        )?;
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn persona_ids() {
-        for ok in ["a", "support", "ops-2", "x_y", "0"] {
-            assert!(valid_persona_id(ok), "{ok}");
-        }
-        let long = "a".repeat(65);
-        for bad in ["", "*", "Ana", "-a", "_a", "a b", "a/b", "é", long.as_str()] {
-            assert!(!valid_persona_id(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn personas_grants_and_generation() {

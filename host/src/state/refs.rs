@@ -11,13 +11,15 @@
 //! complete. A crash mid-write can leave a `.tmp-*` file behind;
 //! [`RefBlobs::sweep_temp`] removes those.
 
-use crate::state::Store;
-use serde::Serialize;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 
 use anyhow::{Context, anyhow, bail};
 use cap_std::fs::{Dir, OpenOptions};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
+
+use crate::error::RefError;
+use crate::state::Store;
 
 /// A stored ref.
 ///
@@ -144,7 +146,7 @@ impl RefBlobs {
     /// Copies everything from `reader` into a new blob and returns its id,
     /// hex SHA-256 and size. Refuses more than [`MAX_REF_BYTES`]. Never
     /// leaves a temp file behind on error.
-    pub fn put(&self, reader: &mut dyn Read) -> anyhow::Result<StoredBlob> {
+    pub fn put(&self, reader: &mut dyn Read) -> Result<StoredBlob, RefError> {
         let id = Self::try_new_id()?;
         Self::check_id(&id)?;
         let temp = format!("{TEMP_PREFIX}{id}");
@@ -154,7 +156,7 @@ impl RefBlobs {
             .dir
             .open_with(&temp, &opts)
             .map_err(|e| anyhow!("cannot create a new ref blob: {e}; check that the data dir's `{REFS_DIR}` folder is writable"))?;
-        let written = (|| -> anyhow::Result<(String, u64)> {
+        let written = (|| -> Result<(String, u64), RefError> {
             let mut hasher = Sha256::new();
             let mut size = 0u64;
             let mut buf = vec![0u8; COPY_BUF];
@@ -164,16 +166,18 @@ impl RefBlobs {
                     Ok(n) => n,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        return Err(anyhow!("cannot read the input for a ref blob: {e}"));
+                        return Err(RefError::Invalid(format!(
+                            "cannot read the input for a ref blob: {e}"
+                        )));
                     }
                 };
                 size = size.saturating_add(n as u64);
                 if size > MAX_REF_BYTES {
-                    bail!(
+                    return Err(RefError::Invalid(format!(
                         "the input is larger than the limit of {MAX_REF_BYTES} bytes \
                          ({} MiB) for a ref; pass a smaller file",
                         MAX_REF_BYTES >> 20
-                    );
+                    )));
                 }
                 let chunk = buf
                     .get(..n)
@@ -198,9 +202,10 @@ impl RefBlobs {
         };
         if let Err(e) = self.dir.rename(&temp, &self.dir, &id) {
             let _ = self.dir.remove_file(&temp);
-            bail!(
+            return Err(anyhow!(
                 "cannot move a new ref blob into place: {e}; check that the data dir's `{REFS_DIR}` folder is writable"
-            );
+            )
+            .into());
         }
         self.sync_dir()?;
         Ok(StoredBlob { id, sha256, size })

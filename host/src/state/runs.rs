@@ -1,24 +1,16 @@
-//! Runs (one per call), their audit events, and the writer that records
-//! them without putting a disk flush on every call's path.
+//! The `runs` and `events` tables: one run per call, with its outcome and,
+//! for a call that needs confirmation, its approval; the audit events.
 //!
 //! A run that stops in `waiting_approval` is written synchronously (another
-//! process may approve it); every other run and every event goes through
-//! [`EventWriter`]: a thread that writes whatever has queued in one
-//! transaction, so a kill -9 loses at most the last batch and never leaves
-//! half of one. It commits at most once per [`GROUP_COMMIT`]: a write
-//! arriving sooner after the last commit waits for the rest of that
-//! interval and is committed with whatever joined it, so a burst of calls
-//! pays one disk flush, not one each; a write after a quiet moment is
-//! committed at once. [`EventWriter::flush`] waits until everything queued
-//! so far is on disk (at most the rest of an interval longer).
+//! process may approve it); every other run and every event is written by
+//! the batching writer (`crate::state::writer`).
 
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use crate::state::Store;
+use crate::state::{Store, now};
 
 /// How a run ended (or where it stands).
 ///
@@ -81,6 +73,58 @@ impl std::fmt::Display for Outcome {
     }
 }
 
+/// Where a run that needed confirmation stands.
+///
+/// ```
+/// assert_eq!(skillhost::Approval::Pending.as_str(), "pending");
+/// assert_eq!(serde_json::to_value(skillhost::Approval::Expired).unwrap(), "expired");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Waiting for an operator (or, where allowed, the client) to decide.
+    Pending,
+    /// Approved: the call ran (or runs) once with the recorded arguments.
+    Approved,
+    /// Denied: the call never ran.
+    Denied,
+    /// Nobody decided before the approval's expiry: the call never ran.
+    Expired,
+}
+
+impl Approval {
+    /// The state as spelled in JSON and the database.
+    ///
+    /// ```
+    /// assert_eq!(skillhost::Approval::Denied.as_str(), "denied");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Pending => "pending",
+            Approval::Approved => "approved",
+            Approval::Denied => "denied",
+            Approval::Expired => "expired",
+        }
+    }
+
+    /// The state spelled `s` (as the database keeps it), if it is one.
+    pub(crate) fn parse(s: &str) -> Option<Approval> {
+        match s {
+            "pending" => Some(Approval::Pending),
+            "approved" => Some(Approval::Approved),
+            "denied" => Some(Approval::Denied),
+            "expired" => Some(Approval::Expired),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Approval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One run as recorded.
 ///
 /// ```no_run
@@ -105,10 +149,9 @@ pub struct RunRecord {
     pub server: String,
     /// Where it stands.
     pub outcome: Outcome,
-    /// `pending`, `approved`, `denied` or `expired` for calls that needed
-    /// confirmation.
+    /// For calls that needed confirmation, where the approval stands.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval: Option<String>,
+    pub approval: Option<Approval>,
     /// The arguments, kept while approval is pending and for the record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<serde_json::Value>,
@@ -229,7 +272,7 @@ pub(crate) struct RunRow {
     pub tool: String,
     pub server: String,
     pub outcome: Outcome,
-    pub approval: Option<&'static str>,
+    pub approval: Option<Approval>,
     pub args: Option<String>,
     pub input_refs: Vec<String>,
     pub error: Option<String>,
@@ -299,7 +342,7 @@ impl Store {
     pub(crate) fn decide_run(
         &mut self,
         run_id: &str,
-        decision: &'static str,
+        decision: Approval,
         error: Option<&str>,
     ) -> rusqlite::Result<Option<RunRecord>> {
         let tx = self
@@ -315,16 +358,23 @@ impl Store {
             )
             .optional()?;
         if before.is_some() {
-            let outcome = if decision == "approved" {
+            let outcome = if decision == Approval::Approved {
                 Outcome::Running
             } else {
                 Outcome::Denied
             };
-            let runner = (decision == "approved").then(std::process::id);
+            let runner = (decision == Approval::Approved).then(std::process::id);
             tx.execute(
                 "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5,
                  runner_pid = ?6 WHERE run_id = ?1 AND approval = 'pending'",
-                params![run_id, decision, outcome.as_str(), error, now_ms(), runner],
+                params![
+                    run_id,
+                    decision.as_str(),
+                    outcome.as_str(),
+                    error,
+                    now_ms(),
+                    runner
+                ],
             )?;
         }
         tx.commit()?;
@@ -387,6 +437,38 @@ impl Store {
         })?
         .collect()
     }
+
+    /// Records an event.
+    pub fn record_event(
+        &self,
+        kind: &str,
+        server: Option<&str>,
+        tool: Option<&str>,
+        detail: &serde_json::Value,
+    ) -> rusqlite::Result<()> {
+        self.conn().execute(
+            "INSERT INTO events (at, kind, server, tool, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![now(), kind, server, tool, detail.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// Whether an event with exactly these fields was recorded (uses the
+    /// `events_kind` index).
+    pub fn has_event(
+        &self,
+        kind: &str,
+        server: Option<&str>,
+        tool: Option<&str>,
+        detail: &serde_json::Value,
+    ) -> rusqlite::Result<bool> {
+        self.conn().query_row(
+            "SELECT EXISTS (SELECT 1 FROM events
+             WHERE kind = ?1 AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
+            params![kind, server, tool, detail.to_string()],
+            |r| r.get(0),
+        )
+    }
 }
 
 const RUN_COLUMNS: &str = "run_id, parent_run_id, persona, tool, server, outcome, approval, args, \
@@ -403,7 +485,10 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         tool: r.get(3)?,
         server: r.get(4)?,
         outcome: Outcome::parse(&outcome),
-        approval: r.get(6)?,
+        approval: r
+            .get::<_, Option<String>>(6)?
+            .as_deref()
+            .and_then(Approval::parse),
         args: args.and_then(|a| serde_json::from_str(&a).ok()),
         input_refs: serde_json::from_str(&refs).unwrap_or_default(),
         error: r.get(9)?,
@@ -414,124 +499,7 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     })
 }
 
-/// What the writer thread is asked to do.
-enum Write {
-    /// A run and the event of its end: one message, so one wake-up of the
-    /// writer and one transaction for both.
-    Run(Box<RunRow>, Box<HostEvent>),
-    Event(Box<HostEvent>),
-    Flush(mpsc::SyncSender<()>),
-}
-
-/// The background writer of runs and events (see the module docs).
-pub(crate) struct EventWriter {
-    tx: mpsc::Sender<Write>,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-/// Most writes in one transaction.
-const BATCH: usize = 512;
-
-impl EventWriter {
-    /// Starts the writer on its own connection to the database.
-    pub fn start(store: Store) -> EventWriter {
-        let (tx, rx) = mpsc::channel::<Write>();
-        let thread = std::thread::Builder::new()
-            .name("skillhost-events".into())
-            .spawn(move || writer_loop(store, rx))
-            .ok();
-        EventWriter {
-            tx,
-            thread: std::sync::Mutex::new(thread),
-        }
-    }
-
-    /// Queues a run row and the event of its end.
-    pub fn run_with_event(&self, row: RunRow, e: HostEvent) {
-        let _ = self.tx.send(Write::Run(Box::new(row), Box::new(e)));
-    }
-
-    /// Queues an event.
-    pub fn event(&self, e: HostEvent) {
-        let _ = self.tx.send(Write::Event(Box::new(e)));
-    }
-
-    /// Waits (at most `limit`) until everything queued before is written.
-    pub fn flush(&self, limit: Duration) -> bool {
-        let (ack, done) = mpsc::sync_channel(1);
-        if self.tx.send(Write::Flush(ack)).is_err() {
-            return false;
-        }
-        done.recv_timeout(limit).is_ok()
-    }
-
-    /// Flushes and stops the thread.
-    pub fn close(&self) {
-        self.flush(Duration::from_secs(10));
-        let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        // The thread ends when every sender is gone; the host drops its
-        // sender after this, so only flush here and let the thread finish
-        // on its own.
-        drop(handle);
-    }
-}
-
-/// The shortest time between two commits of the writer (see the module
-/// docs): each commit flushes the disk (`synchronous = FULL`), which costs
-/// more than the writes of a whole interval's calls.
-pub(crate) const GROUP_COMMIT: Duration = Duration::from_millis(2);
-
-fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
-    let mut last_commit: Option<Instant> = None;
-    while let Ok(first) = rx.recv() {
-        // Sleep out the interval rather than wait on the channel: a send to
-        // a receiver that is not waiting wakes no thread.
-        if let Some(wait) = last_commit
-            .map(|t| (t + GROUP_COMMIT).saturating_duration_since(Instant::now()))
-            .filter(|w| !w.is_zero() && !matches!(first, Write::Flush(_)))
-        {
-            std::thread::sleep(wait);
-        }
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(w) => batch.push(w),
-                Err(_) => break,
-            }
-        }
-        let mut acks = Vec::new();
-        let result = (|| -> rusqlite::Result<()> {
-            let tx = store
-                .conn_mut()
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            for w in &batch {
-                match w {
-                    Write::Run(r, e) => {
-                        put_run_on(&tx, r)?;
-                        put_event_on(&tx, e)?;
-                    }
-                    Write::Event(e) => put_event_on(&tx, e)?,
-                    Write::Flush(_) => {}
-                }
-            }
-            tx.commit()
-        })();
-        last_commit = Some(Instant::now());
-        if let Err(e) = result {
-            tracing::error!("cannot record {} run(s)/event(s): {e}", batch.len());
-        }
-        for w in batch {
-            if let Write::Flush(ack) = w {
-                acks.push(ack);
-            }
-        }
-        for a in acks {
-            let _ = a.send(());
-        }
-    }
-}
-
-fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Result<()> {
+pub(super) fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT INTO runs (run_id, parent_run_id, persona, tool, server, outcome, approval,
            args, input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms)
@@ -548,7 +516,7 @@ fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Result<()> {
         r.tool,
         r.server,
         r.outcome.as_str(),
-        r.approval,
+        r.approval.map(Approval::as_str),
         r.args,
         serde_json::to_string(&r.input_refs).unwrap_or_else(|_| "[]".into()),
         r.error,
@@ -560,7 +528,7 @@ fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn put_event_on(tx: &rusqlite::Connection, e: &HostEvent) -> rusqlite::Result<()> {
+pub(super) fn put_event_on(tx: &rusqlite::Connection, e: &HostEvent) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT INTO events (at, kind, server, tool, detail, run_id, persona, outcome, duration_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -608,73 +576,6 @@ mod tests {
             .expect("insert");
     }
 
-    fn finished(i: usize) -> (RunRow, HostEvent) {
-        let run_id = format!("run_{i}");
-        let row = RunRow {
-            run_id: run_id.clone(),
-            parent_run_id: None,
-            persona: Some("p".into()),
-            tool: "t.x".into(),
-            server: "skill:t".into(),
-            outcome: Outcome::Ok,
-            approval: None,
-            args: None,
-            input_refs: Vec::new(),
-            error: None,
-            created_at_ms: now_ms(),
-            expires_at_ms: None,
-            duration_ms: Some(0),
-        };
-        let event = HostEvent {
-            at_ms: now_ms(),
-            kind: "call".into(),
-            run_id: Some(run_id),
-            persona: Some("p".into()),
-            tool: Some("t.x".into()),
-            server: Some("skill:t".into()),
-            outcome: Some(Outcome::Ok),
-            duration_ms: Some(0),
-            detail: serde_json::json!({}),
-        };
-        (row, event)
-    }
-
-    fn count(store: &Store, table: &str) -> i64 {
-        store
-            .conn()
-            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
-            .expect("count")
-    }
-
-    #[test]
-    fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(tmp.path()).expect("open");
-        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
-        // A burst: grouped into few commits, all of it written.
-        for i in 0..300 {
-            let (row, event) = finished(i);
-            writer.run_with_event(row, event);
-        }
-        let started = Instant::now();
-        assert!(writer.flush(Duration::from_secs(10)));
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(count(&store, "runs"), 300);
-        assert_eq!(count(&store, "events"), 300);
-        // After a quiet moment a write is committed without a flush and
-        // without waiting for another write.
-        std::thread::sleep(GROUP_COMMIT * 2);
-        let (row, event) = finished(300);
-        writer.run_with_event(row, event);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while count(&store, "runs") < 301 {
-            assert!(Instant::now() < deadline, "the write was not committed");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert_eq!(count(&store, "events"), 301);
-        writer.close();
-    }
-
     #[test]
     fn approved_runs_of_dead_processes_are_marked_interrupted() {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -682,10 +583,10 @@ mod tests {
         pending(&store, "run_dead");
         pending(&store, "run_alive");
         store
-            .decide_run("run_dead", "approved", None)
+            .decide_run("run_dead", Approval::Approved, None)
             .expect("decide");
         store
-            .decide_run("run_alive", "approved", None)
+            .decide_run("run_alive", Approval::Approved, None)
             .expect("decide");
         // run_dead's runner: a process that has exited and been reaped.
         let mut child = std::process::Command::new("true").spawn().expect("spawn");

@@ -17,41 +17,20 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use skillhost_mcp::{CONFIG_FILE, McpConfig, McpTool, ServerConfig, TestReport};
 
+use crate::error::{ServerError, StateError};
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
-use crate::upstream::pins::stdio_policy;
-
-/// Why a server change or query was refused.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ServerError {
-    /// No server of that name is configured.
-    #[error("{0}")]
-    NotFound(String),
-    /// A server of that name is configured already.
-    #[error("{0}")]
-    Conflict(String),
-    /// The server's configuration is not valid.
-    #[error("{0}")]
-    Invalid(String),
-    /// The server could not be reached (connect or `tools/list` failed).
-    #[error("{0}")]
-    Unreachable(String),
-    /// Reading or writing the host's state failed.
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
-}
-
-impl From<rusqlite::Error> for ServerError {
-    fn from(e: rusqlite::Error) -> ServerError {
-        ServerError::Other(e.into())
-    }
-}
+use crate::upstream::pins::{SqlitePins, stdio_policy};
 
 /// A tool as a server shows it now, against the definition the operator
 /// approved (pinned).
+///
+/// ```
+/// assert_eq!(serde_json::to_value(skillhost::PinStatus::Changed).unwrap(), "changed");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum PinStatus {
+pub enum PinStatus {
     /// Same definition as pinned.
     Approved,
     /// Pinned, but the definition changed since: calls are refused until
@@ -62,8 +41,15 @@ pub(crate) enum PinStatus {
 }
 
 /// What enabling a server did.
+///
+/// ```no_run
+/// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+/// let enabled = host.enable_mcp_server("notes").await?;
+/// println!("{} tool definitions approved", enabled.pinned);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) struct Enabled {
+pub struct Enabled {
     /// Tool definitions approved (pinned) now.
     pub pinned: usize,
     /// Why nothing could be pinned (the server was unreachable): its tools
@@ -74,7 +60,7 @@ pub(crate) struct Enabled {
 /// The configuration in the data dir.
 pub(crate) fn load(data: &DataDir) -> Result<McpConfig, ServerError> {
     McpConfig::load(&data.dir)
-        .map_err(|e| ServerError::Other(anyhow::anyhow!("{}: {e}", data.root.display())))
+        .map_err(|e| ServerError::State(anyhow::anyhow!("{}: {e}", data.root.display()).into()))
 }
 
 /// The configured server `name`.
@@ -101,11 +87,14 @@ fn missing(config: &McpConfig, name: &str) -> String {
 
 /// Changes the configuration under its lock; `change` may refuse with a
 /// typed error (then nothing is written). Bumps the state generation after
-/// a change.
-fn update<T>(
+/// a change, so a running host rebuilds its registry before its next call.
+pub(crate) fn update_config<T, E>(
     data: &DataDir,
-    change: impl FnOnce(&mut McpConfig) -> Result<T, ServerError>,
-) -> Result<T, ServerError> {
+    change: impl FnOnce(&mut McpConfig) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: std::fmt::Display + From<StateError>,
+{
     let mut refused = None;
     let out = McpConfig::update(&data.dir, |c| {
         change(c).map_err(|e| {
@@ -116,12 +105,14 @@ fn update<T>(
     });
     match out {
         Ok(v) => {
-            // A running host rebuilds its registry on the next call.
-            Store::open(&data.root)?.bump_generation()?;
+            Store::open(&data.root)
+                .map_err(StateError::from)?
+                .bump_generation()
+                .map_err(StateError::from)?;
             Ok(v)
         }
         Err(e) => Err(refused.unwrap_or_else(|| {
-            ServerError::Other(anyhow::anyhow!("{}: {e}", data.root.display()))
+            StateError::from(anyhow::anyhow!("{}: {e}", data.root.display())).into()
         })),
     }
 }
@@ -131,7 +122,7 @@ pub(crate) fn add(data: &DataDir, server: ServerConfig) -> Result<(), ServerErro
     server
         .validate()
         .map_err(|e| ServerError::Invalid(format!("server {:?}: {e}", server.name)))?;
-    update(data, |c| {
+    update_config(data, |c| {
         if c.server(&server.name).is_some() {
             return Err(ServerError::Conflict(format!(
                 "a server named {:?} is already configured; remove it first, or replace its \
@@ -161,7 +152,7 @@ pub(crate) fn replace(
     server
         .validate()
         .map_err(|e| ServerError::Invalid(format!("server {name:?}: {e}")))?;
-    update(data, |c| {
+    update_config(data, |c| {
         let missing = missing(c, name);
         let slot = c.server_mut(name).ok_or(ServerError::NotFound(missing))?;
         Ok(std::mem::replace(slot, server))
@@ -171,7 +162,7 @@ pub(crate) fn replace(
 /// Removes server `name`, its pinned tool definitions and stored tools,
 /// and records a `server_removed` event.
 pub(crate) fn remove(data: &DataDir, name: &str) -> Result<(), ServerError> {
-    update(data, |c| {
+    update_config(data, |c| {
         if c.server(name).is_none() {
             return Err(ServerError::NotFound(missing(c, name)));
         }
@@ -185,7 +176,7 @@ pub(crate) fn remove(data: &DataDir, name: &str) -> Result<(), ServerError> {
 }
 
 fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> Result<(), ServerError> {
-    update(data, |c| {
+    update_config(data, |c| {
         let missing = missing(c, name);
         c.server_mut(name)
             .ok_or(ServerError::NotFound(missing))?
@@ -199,6 +190,22 @@ fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> Result<(), ServerEr
 pub(crate) async fn test(data: &DataDir, server: &ServerConfig) -> Result<TestReport, ServerError> {
     let policy = stdio_policy(&data.settings()?);
     Ok(skillhost_mcp::test_server(server, &policy, &data.root).await)
+}
+
+/// Feeds the registry with `name`'s tools as just discovered, its pins
+/// applied as every discovery applies them
+/// ([`skillhost_mcp::register_discovered`]): so `tools list` and `why` see
+/// an enabled server's tools after `enable`, `test` or `tools`, not only
+/// after a host has run the server.
+pub(crate) fn feed_registry(
+    data: &DataDir,
+    name: &str,
+    tools: Vec<McpTool>,
+) -> Result<(), ServerError> {
+    let pins = SqlitePins::from_store(Store::open(&data.root)?);
+    skillhost_mcp::register_discovered(&pins, name, tools)
+        .map_err(|e| ServerError::State(anyhow::anyhow!("{e}").into()))?;
+    Ok(())
 }
 
 /// The first error of a failed test.
@@ -236,6 +243,9 @@ pub(crate) async fn enable(data: &DataDir, name: &str) -> Result<Enabled, Server
         }
     };
     set_enabled(data, name, true)?;
+    if report.ok {
+        feed_registry(data, name, report.tools)?;
+    }
     store.record_event("server_enabled", Some(name), None, &json!({}))?;
     Ok(enabled)
 }
@@ -265,18 +275,22 @@ pub(crate) async fn tools(
         .mcp_pins(name)?
         .into_iter()
         .collect();
-    Ok(report
+    let listed = report
         .tools
-        .into_iter()
+        .iter()
         .map(|t| {
             let status = match pins.get(&t.tool) {
                 Some(h) if *h == t.definition_hash => PinStatus::Approved,
                 Some(_) => PinStatus::Changed,
                 None => PinStatus::New,
             };
-            (t, status)
+            (t.clone(), status)
         })
-        .collect())
+        .collect();
+    if server.enabled {
+        feed_registry(data, name, report.tools)?;
+    }
+    Ok(listed)
 }
 
 /// The last `bytes` bytes of server `name`'s stderr log (both rotations),
@@ -290,9 +304,9 @@ pub(crate) fn logs(data: &DataDir, name: &str, bytes: usize) -> Result<String, S
             Ok(b) => all.extend_from_slice(&b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(ServerError::Other(anyhow::anyhow!(
+                return Err(ServerError::State(StateError::from(anyhow::anyhow!(
                     "cannot read {path}: {e}"
-                )));
+                ))));
             }
         }
     }

@@ -174,7 +174,7 @@ pub fn run_python_client(
 /// so it needs confirmation) and, with `hostile`, the hostile skill.
 /// Nothing is trusted or granted yet.
 pub fn local_skills_data(work: &Path, hostile: bool) -> PathBuf {
-    use skillhost::plugin_artifacts as art;
+    use skillhost_test_plugins as art;
     let skills = work.join("skills");
     skill_folder(
         &skills,

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::authority::{CallRequest, Caller, HostBuilder};
-use crate::state::runs::{Outcome, RunFilter};
+use skillhost::{CallRequest, Caller, HostBuilder};
+use skillhost::{Outcome, RunFilter};
 
 /// The mutating server-everything tool the demo asks approval for (not
 /// annotated read-only, no arguments).
@@ -23,7 +23,7 @@ pub(super) async fn run(data: &Path) -> anyhow::Result<String> {
     result
 }
 
-async fn steps(host: &crate::authority::Host) -> anyhow::Result<String> {
+async fn steps(host: &skillhost::Host) -> anyhow::Result<String> {
     let support = Caller::persona("support");
     host.add_persona("support", "the support desk's agent")?;
     let all = host.tool_specs(None)?.len();
@@ -47,7 +47,7 @@ async fn steps(host: &crate::authority::Host) -> anyhow::Result<String> {
     }
 
     host.grant_skill("support", "text-tools", true)?;
-    if host.mcp_config()?.server("everything").is_some() {
+    if host.mcp_server("everything").is_ok() {
         host.grant_mcp("*", "everything", true)?;
     }
     let seen = host.tool_specs(Some("support"))?.len();
@@ -58,7 +58,7 @@ async fn steps(host: &crate::authority::Host) -> anyhow::Result<String> {
     println!(
         "  support calls text.word_count → {} {}",
         ok.outcome,
-        ok.output.clone().unwrap_or_default()
+        ok.output.as_ref().map(|o| o.data()).unwrap_or_default()
     );
 
     let mcp = host

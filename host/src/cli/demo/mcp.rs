@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use skillhost_mcp::{McpConfig, McpManager, ServerState};
 
-use crate::limits::LimitsRequest;
-use crate::skill::Skill;
-use crate::upstream::pins::SqlitePins;
+use skillhost::LimitsRequest;
+use skillhost::Skill;
+use skillhost::SqlitePins;
 
 /// How to run server-everything here: the copy the test peers installed
 /// (offline), else `npx -y` when Node.js is on `PATH`.

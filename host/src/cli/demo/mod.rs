@@ -9,11 +9,15 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::limits::LimitsRequest;
-use crate::sandbox::Sandbox;
-use crate::skill::Skill;
-use crate::skill::builtin::{builtin_skills, plugin_artifacts as art};
-use crate::skill::manifest::SkillManifest;
+use skillhost::{
+    Caller, HostBuilder, LimitsRequest, Outcome, Sandbox, Skill, SkillManifest, builtin_skills,
+};
+
+/// The hostile plugins the demo runs, built from `plugins/` by the build
+/// script and embedded in the binary, so the demo runs on any machine.
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/demo_plugins.rs"));
+}
 
 /// The example calls the demo makes, one per tool.
 fn example_calls() -> Vec<(&'static str, Value)> {
@@ -82,11 +86,7 @@ async fn example_skills(sandbox: &Sandbox) -> anyhow::Result<Vec<Skill>> {
                 let folder = dir.join(name);
                 println!("  building plugins/{name} for wasm32-wasip2 …");
                 let f = folder.clone();
-                match tokio::task::spawn_blocking(move || {
-                    crate::skill::guest_build::build_skill(&f)
-                })
-                .await?
-                {
+                match tokio::task::spawn_blocking(move || skillhost::build_skill(&f)).await? {
                     Ok(wasm) => {
                         println!("    → {}", wasm.display());
                         skills.push(Skill::load_dir(sandbox, &folder)?);
@@ -110,12 +110,10 @@ async fn example_skills(sandbox: &Sandbox) -> anyhow::Result<Vec<Skill>> {
     Ok(skills)
 }
 
-fn load_artifact(sandbox: &Sandbox, dir: &str, wasm_path: &str) -> anyhow::Result<Skill> {
-    let manifest = SkillManifest::load_dir(Path::new(dir))?;
-    let wasm = std::fs::read(wasm_path).map_err(|e| {
-        anyhow::anyhow!("{wasm_path}: {e} (the demo's hostile plugins come from the build)")
-    })?;
-    Ok(Skill::from_parts(sandbox, manifest, Some(&wasm))?)
+/// Loads an embedded plugin (its manifest text and component).
+fn load_embedded(sandbox: &Sandbox, manifest: &str, wasm: &[u8]) -> anyhow::Result<Skill> {
+    let manifest = SkillManifest::parse(manifest)?;
+    Ok(Skill::from_parts(sandbox, manifest, Some(wasm))?)
 }
 
 fn compact(v: &Value, max: usize) -> String {
@@ -189,7 +187,7 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
     }
 
     println!("\n3. Hostile plugins, each stopped by its limit");
-    match load_artifact(&sandbox, art::HOSTILE_DIR, art::HOSTILE_WASM_PATH) {
+    match load_embedded(&sandbox, embedded::HOSTILE_MANIFEST, embedded::HOSTILE_WASM) {
         Ok(hostile) => {
             for (tool, limits, what) in hostile_calls() {
                 let t = Instant::now();
@@ -235,11 +233,11 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
     println!(
         "\n4. Components asking for the filesystem or the network are refused before they run"
     );
-    for (dir, wasm) in [
-        (art::HOSTILE_FS_DIR, art::HOSTILE_FS_WASM_PATH),
-        (art::HOSTILE_NET_DIR, art::HOSTILE_NET_WASM_PATH),
+    for (manifest, wasm) in [
+        (embedded::HOSTILE_FS_MANIFEST, embedded::HOSTILE_FS_WASM),
+        (embedded::HOSTILE_NET_MANIFEST, embedded::HOSTILE_NET_WASM),
     ] {
-        match load_artifact(&sandbox, dir, wasm) {
+        match load_embedded(&sandbox, manifest, wasm) {
             Ok(s) => failures.push(format!("{} was not refused", s.label())),
             Err(e) => {
                 refused += 1;
@@ -320,58 +318,65 @@ async fn author_path(sandbox: &Sandbox) -> anyhow::Result<String> {
         let dir = crate::cli::author::new_skill("demo-greeter", &scratch)?;
         println!("  new      {}", dir.display());
         let d = dir.clone();
-        let wasm = tokio::task::spawn_blocking(move || crate::skill::guest_build::build_skill(&d))
-            .await??;
+        let wasm = tokio::task::spawn_blocking(move || skillhost::build_skill(&d)).await??;
         println!("  build    {}", wasm.display());
         let (problems, summary) = crate::cli::author::check(sandbox, &dir).await;
         anyhow::ensure!(problems.is_empty(), "check: {}", problems.join("; "));
         println!("  check    ok: {summary}");
-        let (secret, public) = crate::bundle::trust::SecretKey::generate()?;
+        let (secret, public) = skillhost::SecretKey::generate()?;
         secret.write_pair(&scratch.join("alice"))?;
         println!(
             "  keygen   key id {} (alice.key mode 0600, alice.pub)",
             public.key_id()
         );
-        let (bytes, statement) = crate::bundle::pack_dir(&dir, Some(&secret))?;
+        let (bytes, statement) = skillhost::pack_dir(&dir, Some(&secret))?;
         println!(
             "  pack     {} files, {} bytes, signed",
             statement.files.len(),
             bytes.len()
         );
         let data_root = scratch.join("data");
-        let data = crate::state::data_dir::DataDir::open(&data_root)?;
-        let opened = crate::bundle::install::verify(&data, &bytes)?;
-        println!(
-            "  verify   {}@{}, signed by {} (not trusted yet)",
-            opened.statement.name,
-            opened.statement.version,
-            opened.signer.key_id().unwrap_or("nobody")
-        );
-        crate::state::Store::open(&data_root)?.add_trusted_key(
-            &public.key_id(),
-            "alice",
-            &public.to_base64(),
-            &[],
-        )?;
-        println!("  trust    added alice");
-        let out =
-            crate::bundle::install::install(&data, sandbox, &bytes, Default::default()).await?;
-        println!(
-            "  install  {}@{} trusted={}",
-            out.name, out.version, out.trusted
-        );
-        let skill = crate::cli::skills::find_tool(&data_root, sandbox, "demo_greeter.greet")?;
-        let called = skill
-            .call(
-                "demo_greeter.greet",
-                &json!({"name": "operator"}),
-                &LimitsRequest::default(),
-            )
+        let host = HostBuilder::new(&data_root)
+            .sandbox(sandbox.clone())
+            .build()
             .await?;
-        Ok(format!(
-            "demo_greeter.greet {{\"name\":\"operator\"}} → {}",
-            called.output
-        ))
+        let result = async {
+            let opened = host.verify_bundle(&bytes)?;
+            println!(
+                "  verify   {}@{}, signed by {} (not trusted yet)",
+                opened.statement.name,
+                opened.statement.version,
+                opened.signer.key_id().unwrap_or("nobody")
+            );
+            host.trust_key(&public, "alice", &[])?;
+            println!("  trust    added alice");
+            let out = host.install_bundle(&bytes, Default::default()).await?;
+            println!(
+                "  install  {}@{} trusted={}",
+                out.name, out.version, out.trusted
+            );
+            let run = host
+                .call(
+                    &Caller::Operator,
+                    "demo_greeter.greet",
+                    json!({"name": "operator"}),
+                    &Default::default(),
+                )
+                .await;
+            anyhow::ensure!(
+                run.outcome == Outcome::Ok,
+                "demo_greeter.greet: {} {}",
+                run.outcome,
+                run.error.unwrap_or_default()
+            );
+            Ok(format!(
+                "demo_greeter.greet {{\"name\":\"operator\"}} → {}",
+                run.output.map(|o| o.data()).unwrap_or_default()
+            ))
+        }
+        .await;
+        host.shutdown().await;
+        result
     }
     .await;
     let _ = std::fs::remove_dir_all(&scratch);

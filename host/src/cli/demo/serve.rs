@@ -10,8 +10,8 @@ use std::path::Path;
 use serde_json::json;
 use skillhost_mcp::{ManagerOptions, McpConfig, McpManager, Secret, ServerConfig, TransportKind};
 
-use crate::authority::HostBuilder;
-use crate::front::http::HttpServerBuilder;
+use skillhost::HostBuilder;
+use skillhost::HttpServerBuilder;
 
 /// The name the demo's client gives the served host.
 const SERVED: &str = "served";
@@ -46,11 +46,7 @@ pub(super) async fn run(data: &Path, client_dir: &Path) -> anyhow::Result<String
     result
 }
 
-async fn steps(
-    host: &crate::authority::Host,
-    manager: &McpManager,
-    url: &str,
-) -> anyhow::Result<String> {
+async fn steps(host: &skillhost::Host, manager: &McpManager, url: &str) -> anyhow::Result<String> {
     let (token, _) = host.add_token("support", "demo client")?;
     println!("  token for support made (only its sha256 is stored)");
     let mut server = ServerConfig::http(SERVED, TransportKind::StreamableHttp, url);
@@ -105,7 +101,7 @@ async fn steps(
         anyhow::bail!("the served list shows a tool support was not granted: {tools:?}");
     }
 
-    let runs = host.runs(&crate::state::runs::RunFilter {
+    let runs = host.runs(&skillhost::RunFilter {
         persona: Some("support".into()),
         ..Default::default()
     })?;

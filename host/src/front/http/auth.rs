@@ -14,7 +14,7 @@ use subtle::ConstantTimeEq;
 
 use super::AppState;
 use crate::authority::Caller;
-use crate::state::tokens::token_digest;
+use crate::authority::tokens::token_digest;
 
 /// The token of an `Authorization: Bearer TOKEN` header, if any.
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -26,7 +26,6 @@
 
 mod api;
 mod auth;
-mod metrics;
 mod origin;
 
 use std::collections::HashMap;
@@ -54,9 +53,9 @@ use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 pub use auth::AdminAuth;
 pub use origin::OriginPolicy;
 
+use crate::authority::tokens::{ADMIN_TOKEN_FILE, token_digest};
 use crate::authority::{Caller, Host};
 use crate::front::mcp::McpFront;
-use crate::state::tokens::{ADMIN_TOKEN_FILE, token_digest};
 
 /// How long in-flight requests may run on after a shutdown begins, by
 /// default.
@@ -380,7 +379,7 @@ impl HttpServerBuilder {
         };
         let guarded = Router::new()
             .route("/mcp", any(mcp))
-            .route("/metrics", get(metrics::metrics))
+            .route("/metrics", get(metrics))
             .nest("/api", self.api)
             .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
         let router = Router::new()
@@ -503,4 +502,16 @@ impl HttpServer {
             }
         }
     }
+}
+
+/// `GET /metrics`: the host's metrics ([`crate::Host::metrics_text`]) in
+/// the Prometheus text format, for the operator's token only (tool kinds,
+/// server names and their states are operator information).
+async fn metrics(_: AdminAuth, State(st): State<AppState>) -> Response {
+    let mut resp = st.host().metrics_text().into_response();
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static(crate::authority::metrics::METRICS_CONTENT_TYPE),
+    );
+    resp
 }

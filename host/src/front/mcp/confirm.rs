@@ -35,7 +35,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use crate::authority::{Caller, RunReport};
-use crate::state::runs::RunRecord;
+use crate::state::runs::{Approval, RunRecord};
 
 /// The `inputRequests` key of the confirmation request (2026-07-28).
 pub(crate) const INPUT_KEY: &str = "confirm";
@@ -176,7 +176,7 @@ pub(crate) fn check_resumable(
     let ok = run.is_some_and(|r| {
         r.persona.as_deref() == caller.persona_id()
             && r.tool == tool
-            && r.approval.as_deref() == Some("pending")
+            && r.approval == Some(Approval::Pending)
     });
     if ok {
         return Ok(());
@@ -222,7 +222,7 @@ mod tests {
             run_id: "run_1".into(),
             persona: Some("p".into()),
             tool: "everything.toggle".into(),
-            server: "everything".into(),
+            provider: Some(crate::registry::Provider::Mcp("everything".into())),
             outcome: Outcome::WaitingApproval,
             output: None,
             error: None,
@@ -309,7 +309,7 @@ mod tests {
             tool: tool.into(),
             server: "s".into(),
             outcome: Outcome::WaitingApproval,
-            approval: Some(approval.into()),
+            approval: Approval::parse(approval),
             args: None,
             input_refs: vec![],
             error: None,

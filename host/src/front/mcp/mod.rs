@@ -68,9 +68,10 @@ use rmcp::model::ProgressNotificationParam;
 use skillhost_mcp::Progress;
 use tokio::sync::mpsc;
 
-use crate::authority::{CallRequest, Caller, Host, RunReport};
+use crate::authority::{CallRequest, Caller, Host, RunOutput, RunReport};
+use crate::error::{ErrorKind, HostError};
 use crate::registry::SkillInfo;
-use crate::registry::{SKILL_SERVER_PREFIX, ToolSpec};
+use crate::registry::ToolSpec;
 use crate::state::runs::Outcome;
 use confirm::{Decision, ElicitMode, elicit_mode};
 use skills::{ServedSkill, page, skill_md_uri, skill_of_uri, unknown_uri};
@@ -154,7 +155,7 @@ impl McpFront {
     fn specs(&self) -> Result<Arc<[Arc<ToolSpec>]>, ErrorData> {
         self.host
             .tool_specs(self.caller.persona_id())
-            .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+            .map_err(|e| rpc_error(&e))
     }
 
     /// The caller's tools as MCP tools (see [`ToolCache`]).
@@ -173,8 +174,9 @@ impl McpFront {
     }
 
     fn skills(&self) -> Result<Vec<SkillInfo>, ErrorData> {
-        crate::front::mcp::skills::visible_skills(&self.host, &self.caller)
-            .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))
+        self.host
+            .visible_skills(&self.caller)
+            .map_err(|e| rpc_error(&e))
     }
 
     /// One page of the caller's skills served as MCP skills (skills that
@@ -226,6 +228,20 @@ impl McpFront {
     }
 }
 
+/// The JSON-RPC error for a typed error of the host: what the caller
+/// named wrong is invalid params (-32602), the host's own trouble an
+/// internal error (-32603).
+fn rpc_error(e: &dyn HostError) -> ErrorData {
+    match e.kind() {
+        ErrorKind::Invalid | ErrorKind::NotFound | ErrorKind::Conflict => {
+            ErrorData::invalid_params(e.to_string(), None)
+        }
+        ErrorKind::Unreachable | ErrorKind::Internal => {
+            ErrorData::internal_error(e.to_string(), None)
+        }
+    }
+}
+
 /// The MCP `Tool` for a registry entry.
 impl McpFront {
     /// Asks a legacy session's user to confirm `report`'s waiting run with
@@ -269,9 +285,7 @@ impl McpFront {
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallToolResult, ErrorData> {
         let run = if state.len() <= 128 {
-            self.host
-                .run(state)
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            self.host.run(state).map_err(|e| rpc_error(&e))?
         } else {
             None
         };
@@ -351,7 +365,7 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<mpsc::Unbounded
 }
 
 fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
-    let skill = spec.server.starts_with(SKILL_SERVER_PREFIX);
+    let skill = spec.provider.is_skill();
     let mut tool = json!({
         "name": spec.name,
         "description": spec.description,
@@ -397,34 +411,27 @@ fn waiting_result(tool: &str, run_id: &str, expires_at_ms: Option<i64>) -> CallT
     )
 }
 
-/// The MCP result for a run.
+/// The MCP result for a run: an MCP server's result as it came (its error
+/// result too); a skill's JSON output as `structuredContent` (when an
+/// object) and text; otherwise an `isError` result with the outcome.
 fn call_result(report: RunReport) -> CallToolResult {
-    let skill = report.server.starts_with(SKILL_SERVER_PREFIX);
-    match report.outcome {
-        Outcome::Ok => match report.output {
-            // An MCP server's result, passed through as it came.
-            Some(out) if !skill => serde_json::from_value::<CallToolResult>(out.clone())
-                .unwrap_or_else(|_| text_result(out.to_string(), None, false)),
-            Some(out) => {
-                let text = out.to_string();
-                let structured = out.is_object().then_some(out);
-                text_result(text, structured, false)
-            }
-            None => text_result(String::new(), None, false),
-        },
-        Outcome::WaitingApproval => {
+    match (report.outcome, report.output) {
+        (Outcome::Ok, Some(RunOutput::Mcp(result))) => result,
+        (Outcome::Ok, Some(RunOutput::Skill(out))) => {
+            let text = out.to_string();
+            let structured = out.is_object().then_some(out);
+            text_result(text, structured, false)
+        }
+        (Outcome::Ok, None) => text_result(String::new(), None, false),
+        (Outcome::WaitingApproval, _) => {
             waiting_result(&report.tool, &report.run_id, report.expires_at_ms)
         }
-        outcome => {
-            // An MCP server's own error result keeps its content.
-            if !skill
-                && outcome == Outcome::Error
-                && let Some(out) = &report.output
-                && let Ok(mut result) = serde_json::from_value::<CallToolResult>(out.clone())
-            {
-                result.is_error = Some(true);
-                return result;
-            }
+        // An MCP server's own error result keeps its content.
+        (Outcome::Error, Some(RunOutput::Mcp(mut result))) => {
+            result.is_error = Some(true);
+            result
+        }
+        (outcome, _) => {
             let error = report.error.unwrap_or_else(|| outcome.to_string());
             text_result(
                 format!("{outcome}: {error}"),
@@ -780,6 +787,7 @@ mod tests {
             requires_confirmation: mutates,
             mutates_data: mutates,
             server: server.into(),
+            provider: crate::registry::Provider::parse(server).expect("a server"),
             description: "d".into(),
             input_schema: json!({"type": "object"}),
             output_schema: Some(json!({"type": "object"})),
@@ -787,11 +795,18 @@ mod tests {
     }
 
     fn report(outcome: Outcome, server: &str, output: Option<Value>) -> RunReport {
+        let provider = crate::registry::Provider::parse(server);
+        let output = output.map(|v| match &provider {
+            Some(crate::registry::Provider::Mcp(_)) => {
+                RunOutput::Mcp(serde_json::from_value(v).expect("a CallToolResult"))
+            }
+            _ => RunOutput::Skill(v),
+        });
         RunReport {
             run_id: "run_1".into(),
             persona: Some("p".into()),
             tool: "t.x".into(),
-            server: server.into(),
+            provider,
             outcome,
             output,
             error: (outcome != Outcome::Ok).then(|| "what went wrong".into()),

@@ -38,7 +38,6 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use crate::authority::{Caller, Host};
 use crate::bundle::{STATEMENT_PATH, Statement, is_packed};
 use crate::registry::SkillInfo;
 use crate::registry::catalog::SkillSource;
@@ -56,29 +55,6 @@ const SKILL_BYTE_LIMIT: u64 = 16 << 20;
 
 const SCHEME: &str = "skill://";
 const MARKDOWN: &str = "text/markdown";
-
-/// The skills `caller` may see, by name: a persona's trusted, enabled and
-/// granted skills whose tools are registered; for the operator, every
-/// skill whose tools are registered.
-pub(crate) fn visible_skills(host: &Host, caller: &Caller) -> anyhow::Result<Vec<SkillInfo>> {
-    let reg = host.registry()?;
-    let persona = caller.persona_id();
-    if let Some(p) = persona
-        && !reg.personas.contains(p)
-    {
-        anyhow::bail!("there is no persona `{p}` (`skillhost personas list` shows them)");
-    }
-    Ok(reg
-        .skills
-        .iter()
-        .filter(|(_, info)| info.state.registers_tools())
-        .filter(|(name, _)| match persona {
-            None => true,
-            Some(p) => reg.grants.get(p).is_some_and(|g| g.contains(*name)),
-        })
-        .map(|(_, info)| info.clone())
-        .collect())
-}
 
 /// A fingerprint of a caller's skills, to tell whether its prompts and
 /// skill resources changed.

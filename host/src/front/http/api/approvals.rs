@@ -6,43 +6,12 @@ use axum::extract::State;
 use super::blocking;
 use super::error::{ApiError, ErrorBody};
 use super::extract::PathArgs;
-use super::runs::{RunReportView, RunView, existing};
-use crate::authority::Host;
+use super::runs::{RunReportView, RunView};
 use crate::front::http::{AdminAuth, AppState};
 use crate::state::runs::RunFilter;
 
 /// At most this many pending runs are listed.
 const MAX_PENDING: usize = 1000;
-
-/// The run `id` if it waits for approval: 404 for an unknown run, 409 for
-/// one that does not wait (any more), saying where it stands.
-fn waiting(host: &Host, id: &str) -> Result<(), ApiError> {
-    let run = existing(host, id)?;
-    match run.approval.as_deref() {
-        Some("pending") => Ok(()),
-        Some(decided) => Err(ApiError::conflict(format!(
-            "run {id} is {decided}, not waiting for approval (outcome {}); call the tool again to \
-             ask anew",
-            run.outcome
-        ))),
-        None => Err(ApiError::conflict(format!(
-            "run {id} did not wait for approval (outcome {}); only waiting_approval runs can be \
-             approved or denied",
-            run.outcome
-        ))),
-    }
-}
-
-/// A refused decision: 409 if the run no longer waits (decided meanwhile,
-/// expired), else 500.
-fn refused(host: &Host, id: &str, e: anyhow::Error) -> ApiError {
-    match existing(host, id) {
-        Ok(run) if run.approval.as_deref() != Some("pending") => {
-            ApiError::conflict(format!("{e:#}"))
-        }
-        _ => ApiError::internal(format!("{e:#}")),
-    }
-}
 
 /// Runs waiting for approval, newest first (expired ones are not listed).
 #[utoipa::path(
@@ -87,15 +56,8 @@ pub(crate) async fn approve(
     State(st): State<AppState>,
     PathArgs(id): PathArgs<String>,
 ) -> Result<Json<RunReportView>, ApiError> {
-    let host = st.host().clone();
-    {
-        let (host, id) = (host.clone(), id.clone());
-        blocking(move || waiting(&host, &id)).await?;
-    }
-    match host.approve(&id).await {
-        Ok(report) => Ok(Json(report.into())),
-        Err(e) => blocking(move || Err(refused(&host, &id, e))).await,
-    }
+    let report = st.host().approve(&id).await?;
+    Ok(Json(report.into()))
 }
 
 /// Denies a waiting run.
@@ -117,12 +79,5 @@ pub(crate) async fn deny(
     PathArgs(id): PathArgs<String>,
 ) -> Result<Json<RunView>, ApiError> {
     let host = st.host().clone();
-    blocking(move || {
-        waiting(&host, &id)?;
-        match host.deny(&id) {
-            Ok(run) => Ok(Json(run.into())),
-            Err(e) => Err(refused(&host, &id, e)),
-        }
-    })
-    .await
+    blocking(move || Ok(Json(host.deny(&id)?.into()))).await
 }

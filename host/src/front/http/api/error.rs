@@ -6,8 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::authority::InstallRefusal;
-use crate::upstream::ServerError;
+use crate::error::{ErrorKind, HostError};
 
 /// The body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -71,29 +70,17 @@ impl ApiError {
     }
 }
 
-impl From<anyhow::Error> for ApiError {
-    fn from(e: anyhow::Error) -> ApiError {
-        ApiError::internal(format!("{e:#}"))
-    }
-}
-
-impl From<ServerError> for ApiError {
-    fn from(e: ServerError) -> ApiError {
-        match e {
-            ServerError::NotFound(m) => ApiError::not_found(m),
-            ServerError::Conflict(m) => ApiError::conflict(m),
-            ServerError::Invalid(m) => ApiError::bad_request(m),
-            ServerError::Unreachable(m) => ApiError::bad_gateway(m),
-            ServerError::Other(e) => ApiError::internal(format!("{e:#}")),
-        }
-    }
-}
-
-impl From<InstallRefusal> for ApiError {
-    fn from(e: InstallRefusal) -> ApiError {
-        match e {
-            InstallRefusal::Conflict(m) => ApiError::conflict(m),
-            InstallRefusal::Refused(m) => ApiError::bad_request(m),
+/// Every typed error of the host maps by its kind: 400 invalid, 404 not
+/// found, 409 conflict, 502 an MCP server unreachable, 500 the host's state.
+impl<E: HostError> From<E> for ApiError {
+    fn from(e: E) -> ApiError {
+        let message = e.to_string();
+        match e.kind() {
+            ErrorKind::Invalid => ApiError::bad_request(message),
+            ErrorKind::NotFound => ApiError::not_found(message),
+            ErrorKind::Conflict => ApiError::conflict(message),
+            ErrorKind::Unreachable => ApiError::bad_gateway(message),
+            ErrorKind::Internal => ApiError::internal(message),
         }
     }
 }

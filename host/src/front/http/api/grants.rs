@@ -1,4 +1,4 @@
-//! A persona's grants: MCP servers (`/mcp-grants`, the seed's routes and
+//! A persona's grants: MCP servers (`/mcp-grants`, the contract's routes and
 //! semantics) and skills (`/skill-grants`).
 //!
 //! MCP grants live in each server's `allowed_persona_ids`. A server granted
@@ -24,7 +24,7 @@ use crate::authority::Host;
 use crate::front::http::{AdminAuth, AppState};
 use crate::registry::grants::PersonaGrantView;
 
-/// The 503 message while the MCP manager is not ready (the seed's words:
+/// The 503 message while the MCP manager is not ready (the contract's words:
 /// "the MCP manager is not ready yet").
 pub(crate) const MCP_NOT_READY: &str = "MCP 管理器尚未就绪";
 

@@ -10,8 +10,9 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{JsonBody, PathArgs};
 use super::{Removed, blocking};
 use crate::authority::Host;
+use crate::authority::personas::{invalid_persona_id, valid_persona_id};
 use crate::front::http::{AdminAuth, AppState};
-use crate::state::personas::{Persona, invalid_persona_id, valid_persona_id};
+use crate::state::personas::Persona;
 
 /// A persona.
 #[derive(Debug, Serialize, ToSchema)]

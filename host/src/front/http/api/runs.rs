@@ -11,7 +11,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{PathArgs, QueryArgs};
 use crate::authority::{Host, RunReport};
 use crate::front::http::{AdminAuth, AppState};
-use crate::state::runs::{HostEvent, Outcome, RunFilter, RunRecord};
+use crate::state::runs::{Approval, HostEvent, Outcome, RunFilter, RunRecord};
 
 /// The most runs or events one request lists.
 const MAX_LIMIT: usize = 1000;
@@ -66,6 +66,31 @@ impl From<OutcomeView> for Outcome {
     }
 }
 
+/// Where a run that needed confirmation stands.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ApprovalView {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved: the call ran once.
+    Approved,
+    /// Denied: the call never ran.
+    Denied,
+    /// Nobody decided in time: the call never ran.
+    Expired,
+}
+
+impl From<Approval> for ApprovalView {
+    fn from(a: Approval) -> ApprovalView {
+        match a {
+            Approval::Pending => ApprovalView::Pending,
+            Approval::Approved => ApprovalView::Approved,
+            Approval::Denied => ApprovalView::Denied,
+            Approval::Expired => ApprovalView::Expired,
+        }
+    }
+}
+
 /// One run as recorded.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct RunView {
@@ -81,9 +106,8 @@ pub(crate) struct RunView {
     pub server: String,
     /// Where it stands.
     pub outcome: OutcomeView,
-    /// For calls that needed confirmation: `pending`, `approved`, `denied`
-    /// or `expired`.
-    pub approval: Option<String>,
+    /// For calls that needed confirmation, where the approval stands.
+    pub approval: Option<ApprovalView>,
     /// The arguments (kept while approval is pending, and for the record).
     #[schema(value_type = Option<Object>)]
     pub args: Option<Value>,
@@ -110,7 +134,7 @@ impl From<RunRecord> for RunView {
             tool: r.tool,
             server: r.server,
             outcome: r.outcome.into(),
-            approval: r.approval,
+            approval: r.approval.map(Into::into),
             args: r.args,
             input_refs: r.input_refs,
             error: r.error,
@@ -149,12 +173,12 @@ pub(crate) struct RunReportView {
 impl From<RunReport> for RunReportView {
     fn from(r: RunReport) -> RunReportView {
         RunReportView {
+            server: r.server(),
             run_id: r.run_id,
             persona: r.persona,
             tool: r.tool,
-            server: r.server,
             outcome: r.outcome.into(),
-            output: r.output,
+            output: r.output.map(|o| o.to_value()),
             error: r.error,
             trap: r.trap.map(|t| t.to_string()),
             duration_ms: r.duration_ms,

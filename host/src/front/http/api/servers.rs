@@ -18,8 +18,8 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{JsonBody, PathArgs, QueryArgs};
 use super::{Removed, blocking};
 use crate::authority::Host;
+use crate::authority::personas::{invalid_persona_id, valid_persona_id};
 use crate::front::http::{AdminAuth, AppState};
-use crate::state::personas::{invalid_persona_id, valid_persona_id};
 use crate::upstream::PinStatus;
 
 /// What a masked secret value reads as; sent back in a replacement it
@@ -328,9 +328,8 @@ impl ServerInput {
 }
 
 fn view(host: &Host, name: &str) -> Result<ServerView, ApiError> {
-    let config = host.mcp_servers()?;
-    let server = crate::upstream::find(&config, name)?;
-    Ok(ServerView::new(server, host.mcp().status(name)))
+    let server = host.mcp_server(name)?;
+    Ok(ServerView::new(&server, host.mcp().status(name)))
 }
 
 fn persona_ids(host: &Host) -> Result<Vec<String>, ApiError> {
@@ -451,9 +450,8 @@ pub(crate) async fn replace(
     let server = {
         let (host, name) = (host.clone(), name.clone());
         blocking(move || {
-            let config = host.mcp_servers()?;
-            let current = crate::upstream::find(&config, &name)?;
-            input.into_config(name.clone(), Some(current), &persona_ids(&host)?)
+            let current = host.mcp_server(&name)?;
+            input.into_config(name.clone(), Some(&current), &persona_ids(&host)?)
         })
         .await?
     };

@@ -257,9 +257,7 @@ pub(crate) async fn uninstall(
                     .unwrap_or_default()
             )));
         }
-        let versions = host
-            .uninstall_skill(&name)
-            .map_err(|e| ApiError::conflict(e.0))?;
+        let versions = host.uninstall_skill(&name)?;
         Ok(Json(Removed {
             removed: versions
                 .iter()

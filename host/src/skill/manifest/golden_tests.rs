@@ -1,7 +1,7 @@
 //! Golden tests of manifest parsing, in the manner of Spin's
 //! `crates/manifest/tests/ui`.
 //!
-//! Every input in `tests/manifests/` is parsed: `NAME.yaml` as a
+//! Every input in `golden/` (beside this file) is parsed: `NAME.yaml` as a
 //! `skill.yaml` with [`SkillManifest::parse`], `NAME.md` as a `SKILL.md` with
 //! [`SkillManifest::parse_skill_md`]. The outcome is compared with the file
 //! next to it: `NAME.json` (the manifest, `serde_json::to_string_pretty`,
@@ -9,17 +9,17 @@
 //! newline) when it does not. Inputs are read as bytes and decoded lossily,
 //! so binary junk can be an input too.
 //!
-//! `BLESS=1 cargo test -p skillhost-e2e --test manifests` (re)writes the
-//! expected files; read every changed one before committing it.
+//! `BLESS=1 cargo test -p skillhost --lib golden` (re)writes the expected
+//! files; read every changed one before committing it.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use skillhost::{ManifestError, SkillManifest};
+use super::{ManifestError, SkillManifest};
 
 /// The folder of golden cases.
 fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/skill/manifest/golden")
 }
 
 fn blessing() -> bool {

@@ -1,5 +1,5 @@
 //! Round-trip cost of the host's MCP client against a bare rmcp client:
-//! `cargo bench -p skillhost --bench mcp`.
+//! `cargo bench -p skillhost-mcp --bench mcp`.
 //!
 //! Two stdio servers, each called two ways in the same run:
 //!

@@ -706,3 +706,6 @@ mod tests {
         assert!(contained_relative_path("target/skill.wasm"));
     }
 }
+
+#[cfg(test)]
+mod golden_tests;

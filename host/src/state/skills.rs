@@ -1,0 +1,274 @@
+//! The skill tables: installed versions (`installed_skills`), each name's
+//! enablement and local trust (`skill_settings`), and the trusted publisher
+//! keys (`trusted_keys`, `key_skill_grants`).
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::state::{Store, now};
+
+/// One installed skill version as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct InstalledRecord {
+    /// Skill name.
+    pub name: String,
+    /// Version.
+    pub version: semver::Version,
+    /// sha256 of the signed statement (the bundle's identity).
+    pub digest: String,
+    /// Key id of the signer, if signed.
+    pub signer: Option<String>,
+    /// Whether the operator trusts it (trusted signer, or `skills trust`).
+    pub trusted: bool,
+    /// Unix seconds.
+    pub installed_at: i64,
+}
+
+/// A trusted publisher key.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TrustedKey {
+    /// Key id (16 hex digits of the key's sha256).
+    pub key_id: String,
+    /// Operator's label.
+    pub label: String,
+    /// Base64 public key.
+    pub public_key: String,
+    /// Skills this key is explicitly trusted to publish even when another
+    /// key signed earlier versions.
+    pub skills: Vec<String>,
+}
+
+fn parse_version(s: String) -> rusqlite::Result<semver::Version> {
+    semver::Version::parse(&s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+impl Store {
+    /// Every installed version, sorted by name then version.
+    pub fn installed(&self) -> rusqlite::Result<Vec<InstalledRecord>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT name, version, digest, signer, trusted, installed_at FROM installed_skills",
+        )?;
+        let mut rows: Vec<InstalledRecord> = stmt
+            .query_map([], |r| {
+                Ok(InstalledRecord {
+                    name: r.get(0)?,
+                    version: parse_version(r.get(1)?)?,
+                    digest: r.get(2)?,
+                    signer: r.get(3)?,
+                    trusted: r.get(4)?,
+                    installed_at: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        rows.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
+        Ok(rows)
+    }
+
+    /// Records an install.
+    pub fn add_installed(&mut self, r: &InstalledRecord) -> rusqlite::Result<()> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO installed_skills (name, version, digest, signer, trusted, installed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![r.name, r.version.to_string(), r.digest, r.signer, r.trusted, now()],
+        )?;
+        tx.execute(
+            "INSERT OR IGNORE INTO skill_settings (name, enabled) VALUES (?1, 1)",
+            params![r.name],
+        )?;
+        tx.commit()
+    }
+
+    /// Removes one installed version (or all of a name when `version` is
+    /// `None`); returns the removed versions.
+    pub fn remove_installed(
+        &mut self,
+        name: &str,
+        version: Option<&semver::Version>,
+    ) -> rusqlite::Result<Vec<semver::Version>> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut removed = Vec::new();
+        {
+            let mut stmt = tx.prepare("SELECT version FROM installed_skills WHERE name = ?1")?;
+            let versions: Vec<String> = stmt
+                .query_map(params![name], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for v in versions {
+                let parsed = parse_version(v.clone())?;
+                if version.is_none_or(|want| *want == parsed) {
+                    tx.execute(
+                        "DELETE FROM installed_skills WHERE name = ?1 AND version = ?2",
+                        params![name, v],
+                    )?;
+                    removed.push(parsed);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Marks every installed version of `name` trusted, and a local
+    /// development folder of that name too; returns the installed versions
+    /// changed.
+    pub fn set_trusted(&mut self, name: &str) -> rusqlite::Result<usize> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "UPDATE installed_skills SET trusted = 1 WHERE name = ?1",
+            params![name],
+        )?;
+        tx.execute(
+            "INSERT INTO skill_settings (name, trusted_local) VALUES (?1, 1)
+             ON CONFLICT(name) DO UPDATE SET trusted_local = 1",
+            params![name],
+        )?;
+        tx.commit()?;
+        Ok(n)
+    }
+
+    /// Whether the operator trusted a local development skill of this name.
+    pub fn trusted_local(&self, name: &str) -> rusqlite::Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT trusted_local FROM skill_settings WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+    }
+
+    /// Whether a skill name is enabled (default: enabled).
+    pub fn enabled(&self, name: &str) -> rusqlite::Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT enabled FROM skill_settings WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(true))
+    }
+
+    /// Enables or disables a skill name.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> rusqlite::Result<()> {
+        self.conn().execute(
+            "INSERT INTO skill_settings (name, enabled) VALUES (?1, ?2)
+             ON CONFLICT(name) DO UPDATE SET enabled = excluded.enabled",
+            params![name, enabled],
+        )?;
+        Ok(())
+    }
+
+    /// Every trusted key.
+    pub fn trusted_keys(&self) -> rusqlite::Result<Vec<TrustedKey>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key_id, label, public_key FROM trusted_keys ORDER BY label, key_id")?;
+        let keys: Vec<(String, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut out = Vec::new();
+        for (key_id, label, public_key) in keys {
+            let mut s = self
+                .conn
+                .prepare("SELECT skill FROM key_skill_grants WHERE key_id = ?1 ORDER BY skill")?;
+            let skills = s
+                .query_map(params![key_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            out.push(TrustedKey {
+                key_id,
+                label,
+                public_key,
+                skills,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Adds (or relabels) a trusted key, optionally trusted for given skills.
+    pub fn add_trusted_key(
+        &mut self,
+        key_id: &str,
+        label: &str,
+        public_key: &str,
+        skills: &[String],
+    ) -> rusqlite::Result<()> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO trusted_keys (key_id, label, public_key, added_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(key_id) DO UPDATE SET label = excluded.label",
+            params![key_id, label, public_key, now()],
+        )?;
+        for s in skills {
+            tx.execute(
+                "INSERT OR IGNORE INTO key_skill_grants (key_id, skill) VALUES (?1, ?2)",
+                params![key_id, s],
+            )?;
+        }
+        tx.commit()
+    }
+
+    /// Removes a trusted key by id or label; returns how many were removed.
+    pub fn remove_trusted_key(&mut self, id_or_label: &str) -> rusqlite::Result<usize> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "DELETE FROM key_skill_grants WHERE key_id IN (SELECT key_id FROM trusted_keys WHERE key_id = ?1 OR label = ?1)",
+            params![id_or_label],
+        )?;
+        let n = tx.execute(
+            "DELETE FROM trusted_keys WHERE key_id = ?1 OR label = ?1",
+            params![id_or_label],
+        )?;
+        tx.commit()?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_records_round_trip_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut s = Store::open(dir.path()).unwrap();
+            let r = InstalledRecord {
+                name: "a".into(),
+                version: semver::Version::new(1, 2, 3),
+                digest: "d".into(),
+                signer: Some("k".into()),
+                trusted: false,
+                installed_at: 0,
+            };
+            s.add_installed(&r).unwrap();
+            assert!(s.add_installed(&r).is_err(), "same version twice");
+            s.set_enabled("a", false).unwrap();
+            s.add_trusted_key("k", "pub", "AAAA", &["a".into()])
+                .unwrap();
+        }
+        let mut s = Store::open(dir.path()).unwrap();
+        let all = s.installed().unwrap();
+        assert_eq!(all.len(), 1);
+        assert!(!s.enabled("a").unwrap());
+        assert!(s.enabled("other").unwrap());
+        assert_eq!(s.trusted_keys().unwrap()[0].skills, vec!["a".to_string()]);
+        assert_eq!(s.set_trusted("a").unwrap(), 1);
+        assert!(s.installed().unwrap()[0].trusted);
+        assert_eq!(s.remove_installed("a", None).unwrap().len(), 1);
+        assert_eq!(s.remove_trusted_key("pub").unwrap(), 1);
+    }
+}

@@ -1,0 +1,227 @@
+//! The writer of runs and events: records them without putting a disk
+//! flush on every call's path.
+//!
+//! A run that stops in `waiting_approval` is written synchronously (another
+//! process may approve it); every other run and every event goes through
+//! [`EventWriter`]: a thread that writes whatever has queued in one
+//! transaction, so a kill -9 loses at most the last batch and never leaves
+//! half of one. It commits at most once per [`GROUP_COMMIT`]: a write
+//! arriving sooner after the last commit waits for the rest of that
+//! interval and is committed with whatever joined it, so a burst of calls
+//! pays one disk flush, not one each; a write after a quiet moment is
+//! committed at once. [`EventWriter::flush`] waits until everything queued
+//! so far is on disk (at most the rest of an interval longer).
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::state::Store;
+use crate::state::runs::{HostEvent, RunRow, put_event_on, put_run_on};
+
+/// What the writer thread is asked to do.
+enum Write {
+    /// A run and the event of its end: one message, so one wake-up of the
+    /// writer and one transaction for both.
+    Run(Box<RunRow>, Box<HostEvent>),
+    Event(Box<HostEvent>),
+    Flush(mpsc::SyncSender<()>),
+    /// Write what came before, then end the thread (closing its
+    /// connection).
+    Stop,
+}
+
+/// The background writer of runs and events (see the module docs).
+pub(crate) struct EventWriter {
+    tx: mpsc::Sender<Write>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Most writes in one transaction.
+const BATCH: usize = 512;
+
+impl EventWriter {
+    /// Starts the writer on its own connection to the database.
+    pub fn start(store: Store) -> EventWriter {
+        let (tx, rx) = mpsc::channel::<Write>();
+        let thread = std::thread::Builder::new()
+            .name("skillhost-events".into())
+            .spawn(move || writer_loop(store, rx))
+            .ok();
+        EventWriter {
+            tx,
+            thread: std::sync::Mutex::new(thread),
+        }
+    }
+
+    /// Queues a run row and the event of its end.
+    pub fn run_with_event(&self, row: RunRow, e: HostEvent) {
+        let _ = self.tx.send(Write::Run(Box::new(row), Box::new(e)));
+    }
+
+    /// Queues an event.
+    pub fn event(&self, e: HostEvent) {
+        let _ = self.tx.send(Write::Event(Box::new(e)));
+    }
+
+    /// Waits (at most `limit`) until everything queued before is written.
+    pub fn flush(&self, limit: Duration) -> bool {
+        let (ack, done) = mpsc::sync_channel(1);
+        if self.tx.send(Write::Flush(ack)).is_err() {
+            return false;
+        }
+        done.recv_timeout(limit).is_ok()
+    }
+
+    /// Writes everything queued so far (a later write still gets written:
+    /// the thread runs until the writer is dropped).
+    pub fn close(&self) {
+        self.flush(Duration::from_secs(10));
+    }
+}
+
+impl Drop for EventWriter {
+    /// Writes everything queued, then waits for the thread to end, so its
+    /// connection is closed before the host is gone: the last connection
+    /// of a process to close checkpoints the WAL, and a thread still
+    /// holding one at exit would leave that to whichever process comes
+    /// next.
+    fn drop(&mut self) {
+        let _ = self.tx.send(Write::Stop);
+        let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The shortest time between two commits of the writer (see the module
+/// docs): each commit flushes the disk (`synchronous = FULL`), which costs
+/// more than the writes of a whole interval's calls.
+pub(crate) const GROUP_COMMIT: Duration = Duration::from_millis(2);
+
+fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
+    let mut last_commit: Option<Instant> = None;
+    while let Ok(first) = rx.recv() {
+        // Sleep out the interval rather than wait on the channel: a send to
+        // a receiver that is not waiting wakes no thread.
+        if let Some(wait) = last_commit
+            .map(|t| (t + GROUP_COMMIT).saturating_duration_since(Instant::now()))
+            .filter(|w| !w.is_zero() && !matches!(first, Write::Flush(_)))
+        {
+            std::thread::sleep(wait);
+        }
+        let mut batch = vec![first];
+        while batch.len() < BATCH && !matches!(batch.last(), Some(Write::Stop)) {
+            match rx.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        let stop = matches!(batch.last(), Some(Write::Stop));
+        let mut acks = Vec::new();
+        let result = (|| -> rusqlite::Result<()> {
+            let tx = store
+                .conn_mut()
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            for w in &batch {
+                match w {
+                    Write::Run(r, e) => {
+                        put_run_on(&tx, r)?;
+                        put_event_on(&tx, e)?;
+                    }
+                    Write::Event(e) => put_event_on(&tx, e)?,
+                    Write::Flush(_) | Write::Stop => {}
+                }
+            }
+            tx.commit()
+        })();
+        last_commit = Some(Instant::now());
+        if let Err(e) = result {
+            tracing::error!("cannot record {} run(s)/event(s): {e}", batch.len());
+        }
+        for w in batch {
+            if let Write::Flush(ack) = w {
+                acks.push(ack);
+            }
+        }
+        for a in acks {
+            let _ = a.send(());
+        }
+        if stop {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::runs::{Outcome, now_ms};
+
+    fn finished(i: usize) -> (RunRow, HostEvent) {
+        let run_id = format!("run_{i}");
+        let row = RunRow {
+            run_id: run_id.clone(),
+            parent_run_id: None,
+            persona: Some("p".into()),
+            tool: "t.x".into(),
+            server: "skill:t".into(),
+            outcome: Outcome::Ok,
+            approval: None,
+            args: None,
+            input_refs: Vec::new(),
+            error: None,
+            created_at_ms: now_ms(),
+            expires_at_ms: None,
+            duration_ms: Some(0),
+        };
+        let event = HostEvent {
+            at_ms: now_ms(),
+            kind: "call".into(),
+            run_id: Some(run_id),
+            persona: Some("p".into()),
+            tool: Some("t.x".into()),
+            server: Some("skill:t".into()),
+            outcome: Some(Outcome::Ok),
+            duration_ms: Some(0),
+            detail: serde_json::json!({}),
+        };
+        (row, event)
+    }
+
+    fn count(store: &Store, table: &str) -> i64 {
+        store
+            .conn()
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .expect("count")
+    }
+
+    #[test]
+    fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
+        // A burst: grouped into few commits, all of it written.
+        for i in 0..300 {
+            let (row, event) = finished(i);
+            writer.run_with_event(row, event);
+        }
+        let started = Instant::now();
+        assert!(writer.flush(Duration::from_secs(10)));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(count(&store, "runs"), 300);
+        assert_eq!(count(&store, "events"), 300);
+        // After a quiet moment a write is committed without a flush and
+        // without waiting for another write.
+        std::thread::sleep(GROUP_COMMIT * 2);
+        let (row, event) = finished(300);
+        writer.run_with_event(row, event);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while count(&store, "runs") < 301 {
+            assert!(Instant::now() < deadline, "the write was not committed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(count(&store, "events"), 301);
+        writer.close();
+    }
+}
