@@ -497,19 +497,34 @@ impl McpManager {
         };
         // Only what the call needs: cloning the whole tool would copy its
         // schemas on every call.
-        let found = slot
-            .tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|t| t.tool.name == name)
-            .map(|t| {
-                let tool = CallTarget {
-                    tool: t.tool.tool.clone(),
-                    timeout: t.tool.timeout,
-                };
-                (tool, t.disabled_reason.clone())
-            });
+        let lookup = || {
+            slot.tools
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .find(|t| t.tool.name == name)
+                .map(|t| {
+                    let tool = CallTarget {
+                        tool: t.tool.tool.clone(),
+                        timeout: t.tool.timeout,
+                    };
+                    (tool, t.disabled_reason.clone())
+                })
+        };
+        let mut found = lookup();
+        if found.is_none() && slot.status.borrow().state == ServerState::Starting {
+            // The server's first discovery is still under way (a tool the
+            // host knows from an earlier discovery, called right after the
+            // server was started): wait for it, at most the connect timeout.
+            let limit = slot
+                .config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .timeouts
+                .connect();
+            self.wait_settled(server, limit).await;
+            found = lookup();
+        }
         let Some((tool, disabled_reason)) = found else {
             return Err(err(
                 name,
