@@ -188,6 +188,10 @@ family! {
         /// The run does not wait for approval: approved, denied or expired
         /// already (by someone else meanwhile, perhaps), or it never asked.
         Decided => Conflict,
+        /// The answer is not one this caller may give: a client answering
+        /// where client-side approval is off, or a resume state that is
+        /// forged, another caller's, used already or expired.
+        Refused => Invalid,
     }
 }
 

@@ -50,8 +50,8 @@ pub use authority::personas::valid_persona_id;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
-    CallRequest, Caller, DEFAULT_APPROVAL_TTL, Host, HostBuilder, PersonaGrants, RunOutput,
-    RunReport, SkillGrantView, SkillStatus,
+    CallRequest, Caller, ClientAnswer, DEFAULT_APPROVAL_TTL, Decider, Host, HostBuilder,
+    LIST_CHANGED_POLL, PersonaGrants, RunOutput, RunReport, SkillGrantView, SkillStatus,
 };
 
 // Typed errors at the host's boundary.
@@ -93,7 +93,9 @@ pub use bundle::{
 // The sandbox and its limits.
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
-    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, LimitError, Limits, LimitsPolicy, LimitsRequest,
+    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT,
+    HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy,
+    LimitsRequest,
 };
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
@@ -116,6 +118,7 @@ pub use upstream::{Enabled, PinStatus};
 
 // Fronts: MCP over stdio or HTTP, and the operator's HTTP API.
 pub use front::http::{
-    AdminAuth, AppState, DEFAULT_GRACE, HttpServer, HttpServerBuilder, OriginPolicy, api_router,
+    AdminAuth, AppState, ConnectionLimits, DEFAULT_GRACE, HttpServer, HttpServerBuilder,
+    OriginPolicy, api_router, raise_open_files_limit,
 };
-pub use front::mcp::{LIST_CHANGED_POLL, McpFront};
+pub use front::mcp::McpFront;

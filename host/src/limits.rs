@@ -1,4 +1,7 @@
-//! Resource limits for one sandboxed call, and the host policy that caps them.
+//! Every limit of the host, each with the reason for its value: the
+//! resource limits of one sandboxed call and the policy that caps them;
+//! the HTTP front's connection limits; the limits on sessions, streams,
+//! pending approvals and stored arguments.
 //!
 //! Every default lives here, so changing one limit is a one-line change.
 
@@ -43,6 +46,51 @@ pub const CEILING_MEMORY_BYTES: u64 = 1 << 30;
 pub const CEILING_TIMEOUT: Duration = Duration::from_secs(300);
 /// See [`CEILING_MEMORY_BYTES`].
 pub const CEILING_FUEL: u64 = 100_000_000_000;
+
+/// How long an HTTP client has to send a request head: 10 s. A slow
+/// client on a good network sends a head in milliseconds; one that takes
+/// longer is holding a connection (and a file descriptor) open on purpose.
+/// In hyper it also bounds how long a keep-alive connection may wait for
+/// its next request. `serve --header-timeout-secs` changes it.
+pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an HTTP connection may send and receive nothing while no
+/// request is being handled: 60 s, four times the 15 s keep-alive pings of
+/// an idle MCP event stream, so a listening client is never cut but one
+/// that stopped reading is. `serve --idle-timeout-secs` changes it.
+pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// HTTP connections open at once, from every peer: 4096, well under the
+/// open-file limit `serve` raises itself to (the rest is for MCP servers'
+/// pipes, the database and the compiled-code cache). Over it a connection
+/// is closed at once. `serve --max-connections` changes it.
+pub const HTTP_MAX_CONNECTIONS: usize = 4096;
+
+/// HTTP connections open at once from one peer address: 256, more than
+/// any MCP client opens (a handful) and than a busy gateway keeps alive,
+/// so one peer cannot take the whole budget. `serve
+/// --max-connections-per-peer` changes it.
+pub const HTTP_MAX_CONNECTIONS_PER_PEER: usize = 256;
+
+/// MCP sessions (legacy era) open at once on an HTTP server: 1024. An idle
+/// session costs tens of KiB (see `benches/sessions.rs`); this bounds them
+/// to tens of MiB. Over it a new session is refused with 503.
+pub const MCP_MAX_SESSIONS: usize = 1024;
+
+/// MCP sessions open at once for one caller (a persona, or the operator):
+/// 64, far more than the clients of one persona keep, so one caller cannot
+/// take the whole budget.
+pub const MCP_MAX_SESSIONS_PER_CALLER: usize = 64;
+
+/// How long an MCP session may see no request before it ends: 10 minutes,
+/// longer than any client waits between calls in a conversation; a client
+/// that comes back later starts a new session.
+pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(600);
+
+/// Listening streams (legacy GET streams, 2026-07-28 `subscriptions/listen`)
+/// open at once on an HTTP server: 2048. An idle stream costs a connection
+/// and a parked task, no timer: one watcher wakes them all on a change.
+pub const MCP_MAX_LISTEN_STREAMS: usize = 2048;
 
 /// The limits one call runs under.
 ///

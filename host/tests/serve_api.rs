@@ -43,6 +43,7 @@ const ROUTES: &[&str] = &[
     "GET /api/personas",
     "POST /api/personas",
     "DELETE /api/personas/{persona_id}",
+    "PATCH /api/personas/{persona_id}",
     "GET /api/personas/{persona_id}/mcp-grants",
     "PUT /api/personas/{persona_id}/mcp-grants",
     "GET /api/personas/{persona_id}/skill-grants",

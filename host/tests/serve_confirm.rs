@@ -30,6 +30,8 @@ fn data_dir(work: &Path) -> PathBuf {
     for args in [
         &["skills", "trust", "text-tools"][..],
         &["personas", "add", "support"],
+        // Its client may answer the confirmations (off by default).
+        &["personas", "set", "support", "--client-approval", "on"],
         &["grants", "skill", "support", "text-tools", "on"],
         &["mcp", "import", config],
         &["mcp", "enable", "py"],

@@ -446,6 +446,8 @@ fn data_dir(work: &Path) -> (PathBuf, String) {
         &["skills", "trust", "conformance-fixtures"][..],
         &["skills", "trust", "test_simple_prompt"],
         &["personas", "add", PERSONA],
+        // The suite's client answers the confirmation scenarios itself.
+        &["personas", "set", PERSONA, "--client-approval", "on"],
         &["grants", "skill", PERSONA, "conformance-fixtures", "on"],
         &["grants", "skill", PERSONA, "test_simple_prompt", "on"],
     ] {

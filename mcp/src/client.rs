@@ -318,7 +318,7 @@ impl Connection {
             TransportKind::Stdio => {
                 let command = config.command.clone().unwrap_or_default();
                 ctx.policy.check(&command, &config.args)?;
-                std::fs::create_dir_all(&ctx.work_dir)
+                crate::private_dir_all(&ctx.work_dir)
                     .map_err(|e| format!("cannot create the server's folder: {e}"))?;
                 let spec = SpawnSpec {
                     command: command.clone(),

@@ -596,7 +596,10 @@ impl McpConfig {
             message: format!("cannot {what}: {e}"),
         };
         let mut opts = cap_std::fs::OpenOptions::new();
-        opts.read(true).write(true).create(true);
+        {
+            use cap_std::fs::OpenOptionsExt as _;
+            opts.read(true).write(true).create(true).mode(0o600);
+        }
         let lock = dir
             .open_with(LOCK_FILE, &opts)
             .map_err(|e| io("open the lock file", e))?

@@ -44,3 +44,13 @@ pub use rmcp::model::CallToolResult;
 pub use stderr_log::{LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
 pub use stdio::MAX_MESSAGE_BYTES;
 pub use tools::{McpTool, classify_tools, definition_hash};
+
+/// Creates `path` and its missing parents, private to this user (mode
+/// 0700): a server's folder holds its stderr log and working files.
+pub(crate) fn private_dir_all(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}

@@ -680,7 +680,7 @@ pub fn server_dir(data_root: &std::path::Path, name: &str) -> PathBuf {
 /// its env and headers.
 fn server_log(data_root: &std::path::Path, config: &ServerConfig) -> StderrLog {
     let dir = server_dir(data_root, &config.name);
-    let _ = std::fs::create_dir_all(&dir);
+    let _ = crate::private_dir_all(&dir);
     let log_dir = cap_std::fs::Dir::open_ambient_dir(&dir, cap_std::ambient_authority()).ok();
     let secrets = config
         .env

@@ -173,7 +173,11 @@ impl LogFile {
                 self.size = 0;
             }
             let mut opts = cap_std::fs::OpenOptions::new();
-            opts.append(true).create(true);
+            {
+                use cap_std::fs::OpenOptionsExt as _;
+                // Servers print secrets by mistake: the log is private.
+                opts.append(true).create(true).mode(0o600);
+            }
             match dir.open_with(LOG_FILE, &opts) {
                 Ok(file) => {
                     self.size = file.metadata().map(|m| m.len()).unwrap_or(0);

@@ -187,6 +187,8 @@ impl HostBuilder {
             refs,
             secrets: RwLock::new(Vec::new()),
             metrics: crate::authority::metrics::Metrics::new(),
+            changes: tokio::sync::watch::Sender::new(0),
+            watching: Mutex::new(false),
         });
         let host = Host { inner };
         host.inner.expire_pending();

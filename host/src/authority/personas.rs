@@ -252,6 +252,26 @@ impl Host {
                 .collect(),
         })
     }
+
+    /// Allows (`on`) or forbids the persona's MCP client to answer the
+    /// confirmation of the persona's own calls (elicitation, or a
+    /// 2026-07-28 retry with `inputResponses`). Off for every new persona:
+    /// then only an operator approves its waiting calls. Turning it on
+    /// trusts the client application to show the question to a person and
+    /// to send that person's answer.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
+    /// host.set_client_approval("support", true)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn set_client_approval(&self, persona: &str, on: bool) -> Result<(), PersonaError> {
+        persona_arg(persona)?;
+        if !lock(&self.inner.store).set_client_approval(persona, on)? {
+            return Err(no_persona(persona, LIST_HINT));
+        }
+        Ok(())
+    }
 }
 
 /// Whether `id` is a valid persona id: 1 to 64 of `a-z`, `0-9`, `_`, `-`,

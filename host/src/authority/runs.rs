@@ -29,19 +29,26 @@ impl HostInner {
         let now = now_ms();
         for r in pending {
             if r.expires_at_ms.is_some_and(|t| t <= now) {
-                let _ = self.decide(&r.run_id, Approval::Expired);
+                let _ = self.decide(&r.run_id, Approval::Expired, EXPIRY);
             }
         }
     }
 
-    /// Records a decision on a pending run and its event.
-    fn decide(&self, run_id: &str, decision: Approval) -> Result<Option<RunRecord>, StateError> {
+    /// Records a decision on a pending run and its event, with who took
+    /// it (`decided_by`: a [`Decider`] or [`EXPIRY`]).
+    fn decide(
+        &self,
+        run_id: &str,
+        decision: Approval,
+        decided_by: &str,
+    ) -> Result<Option<RunRecord>, StateError> {
         let error = match decision {
-            Approval::Denied => Some("denied by the operator"),
-            Approval::Expired => Some("the approval expired before anyone approved it"),
+            Approval::Denied => Some(format!("denied ({decided_by})")),
+            Approval::Expired => Some("the approval expired before anyone approved it".to_string()),
             Approval::Pending | Approval::Approved => None,
         };
-        let before = lock(&self.store).decide_run(run_id, decision, error)?;
+        let before =
+            lock(&self.store).decide_run(run_id, decision, decided_by, error.as_deref())?;
         if let Some(r) = &before {
             let outcome = if decision == Approval::Approved {
                 Outcome::Running
@@ -57,18 +64,89 @@ impl HostInner {
                 server: Some(r.server.clone()),
                 outcome: Some(outcome),
                 duration_ms: None,
-                detail: serde_json::json!({ "decision": decision }),
+                detail: serde_json::json!({ "decision": decision, "decided_by": decided_by }),
             });
         }
         Ok(before)
     }
 }
 
+/// How an expired approval is recorded as decided.
+pub(crate) const EXPIRY: &str = "expiry";
+
+/// Who decides an approval, as recorded with the decision (`decided_by`
+/// of the run and of its `approval` event).
+///
+/// ```
+/// assert_eq!(skillhost::Decider::operator("cli").to_string(), "operator:cli");
+/// assert_eq!(skillhost::Decider::Client("ana".into()).to_string(), "client:ana");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decider {
+    /// The operator, and how they decided (`cli`, `admin-token`,
+    /// `library`).
+    Operator(String),
+    /// A persona's own MCP client, which may decide only where the operator
+    /// allowed client-side approval for that persona
+    /// ([`Host::set_client_approval`]); `operator` for the operator's
+    /// client (the admin token).
+    Client(String),
+}
+
+impl Decider {
+    /// The operator, deciding by `how`.
+    ///
+    /// ```
+    /// let d = skillhost::Decider::operator("admin-token");
+    /// ```
+    pub fn operator(how: &str) -> Decider {
+        Decider::Operator(how.to_string())
+    }
+
+    /// The client of `caller` (a persona's, or the operator's).
+    fn client(caller: &Caller) -> Decider {
+        Decider::Client(caller.persona_id().unwrap_or("operator").to_string())
+    }
+}
+
+impl std::fmt::Display for Decider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decider::Operator(how) => write!(f, "operator:{how}"),
+            Decider::Client(who) => write!(f, "client:{who}"),
+        }
+    }
+}
+
+/// The answer a client gives to a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAnswer {
+    /// Run it.
+    Approve,
+    /// Do not run it.
+    Deny,
+}
+
+/// The prefix of a resume state (its format's version).
+const RESUME_PREFIX: &str = "rs1.";
+
+/// The message for every refused resume state, whatever was wrong, so a
+/// client learns nothing about other callers' runs.
+fn unusable_state(tool: &str) -> ApprovalError {
+    ApprovalError::Refused(format!(
+        "this requestState does not let you answer a confirmation of `{}` (it was not \
+         handed to you for a run waiting for your answer, was used already, or expired): call \
+         the tool again",
+        crate::escape::escape_control(tool, 128, false)
+    ))
+}
+
 impl Host {
-    /// Approves a run waiting for approval and executes exactly the
-    /// approved arguments, once, as its caller (authorization is checked
-    /// again). Approving twice, after a denial or after expiry is an
-    /// error that says which.
+    /// Approves a run waiting for approval, as the operator, and executes
+    /// exactly the approved arguments, once, as its caller (authorization
+    /// is checked again). Approving twice, after a denial or after expiry
+    /// is an error that says which. Recorded as decided by
+    /// `operator:library`; fronts say how with [`Host::approve_by`].
     ///
     /// ```no_run
     /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ApprovalError> {
@@ -76,19 +154,36 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn approve(&self, run_id: &str) -> Result<RunReport, ApprovalError> {
-        self.approve_with(run_id, None, None).await
+        self.approve_by(run_id, &Decider::operator("library")).await
     }
 
-    /// [`Host::approve`] with the approving request's cancellation and
+    /// [`Host::approve`], recorded as decided by `decider`.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ApprovalError> {
+    /// let run = host.approve_by("run_0123", &skillhost::Decider::operator("cli")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn approve_by(
+        &self,
+        run_id: &str,
+        decider: &Decider,
+    ) -> Result<RunReport, ApprovalError> {
+        self.approve_with(run_id, decider, None, None).await
+    }
+
+    /// [`Host::approve_by`] with the approving request's cancellation and
     /// progress sink (the MCP front's confirmation by elicitation).
     pub(crate) async fn approve_with(
         &self,
         run_id: &str,
+        decider: &Decider,
         cancel: Option<tokio_util::sync::CancellationToken>,
         progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
     ) -> Result<RunReport, ApprovalError> {
         let run = self.pending(run_id)?;
-        let Some(before) = self.inner.decide(run_id, Approval::Approved)? else {
+        let decided_by = decider.to_string();
+        let Some(before) = self.inner.decide(run_id, Approval::Approved, &decided_by)? else {
             return Err(decided_meanwhile(run_id));
         };
         let caller = match &run.persona {
@@ -126,8 +221,24 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub fn deny(&self, run_id: &str) -> Result<RunRecord, ApprovalError> {
+        self.deny_by(run_id, &Decider::operator("library"))
+    }
+
+    /// [`Host::deny`], recorded as decided by `decider`.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ApprovalError> {
+    /// host.deny_by("run_0123", &skillhost::Decider::operator("cli"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn deny_by(&self, run_id: &str, decider: &Decider) -> Result<RunRecord, ApprovalError> {
         self.pending(run_id)?;
-        if self.inner.decide(run_id, Approval::Denied)?.is_none() {
+        let decided_by = decider.to_string();
+        if self
+            .inner
+            .decide(run_id, Approval::Denied, &decided_by)?
+            .is_none()
+        {
             return Err(decided_meanwhile(run_id));
         }
         self.flush();
@@ -170,10 +281,191 @@ impl Host {
             }
         }
         if run.expires_at_ms.is_some_and(|t| t <= now_ms()) {
-            self.inner.decide(run_id, Approval::Expired)?;
+            self.inner.decide(run_id, Approval::Expired, EXPIRY)?;
             return decided(expired(run_id));
         }
         Ok(run)
+    }
+
+    /// Whether `caller`'s MCP client may answer the confirmation of its
+    /// own calls: the operator's always; a persona's only where the
+    /// operator allowed it ([`Host::set_client_approval`]).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::PersonaError> {
+    /// let asks = host.client_may_decide(&skillhost::Caller::persona("ana"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn client_may_decide(&self, caller: &Caller) -> Result<bool, crate::PersonaError> {
+        let Some(persona) = caller.persona_id() else {
+            return Ok(true);
+        };
+        lock(&self.inner.store)
+            .client_approval(persona)?
+            .ok_or_else(|| {
+                crate::PersonaError::NotFound(format!(
+                    "there is no persona `{persona}` (`skillhost personas list` shows them)"
+                ))
+            })
+    }
+
+    /// A resume state for waiting run `run_id` of `caller`: opaque,
+    /// good for one answer by that caller's client, until the run's
+    /// approval expires. Handing out a new one voids the old. Refused where
+    /// the client may not decide.
+    pub(crate) fn resume_state(
+        &self,
+        run_id: &str,
+        caller: &Caller,
+    ) -> Result<String, ApprovalError> {
+        if !self.client_may_decide(caller).unwrap_or(false) {
+            return Err(ApprovalError::Refused(
+                "client-side approval is off for this persona".into(),
+            ));
+        }
+        let mut nonce = [0u8; 32];
+        getrandom::fill(&mut nonce).map_err(|e| {
+            ApprovalError::State(anyhow::anyhow!("cannot read random bytes: {e}").into())
+        })?;
+        let nonce = hex::encode(nonce);
+        if !lock(&self.inner.store).set_resume_digest(run_id, &digest(&nonce))? {
+            return Err(ApprovalError::Decided(format!(
+                "run {run_id} does not wait for approval"
+            )));
+        }
+        Ok(format!("{RESUME_PREFIX}{run_id}.{nonce}"))
+    }
+
+    /// Decides the run a resume state names, as `caller`'s client
+    /// answered: only a state this host handed out for a run of `caller`
+    /// for `tool` that still waits, once, and only where the client may
+    /// decide. Every refusal is an audit event. Approved, the run executes
+    /// as [`Host::approve_by`] runs it; denied, the record of the run.
+    pub(crate) async fn resume(
+        &self,
+        state: &str,
+        caller: &Caller,
+        tool: &str,
+        answer: ClientAnswer,
+        cancel: Option<tokio_util::sync::CancellationToken>,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
+    ) -> Result<Resumed, ApprovalError> {
+        let checked = self.check_resume(state, caller, tool, true);
+        let run_id = match checked {
+            Ok(id) => id,
+            Err((e, why)) => {
+                self.refused(caller, tool, "resume", &why);
+                return Err(e);
+            }
+        };
+        let decider = Decider::client(caller);
+        match answer {
+            ClientAnswer::Approve => Ok(Resumed::Ran(
+                self.approve_with(&run_id, &decider, cancel, progress)
+                    .await?,
+            )),
+            ClientAnswer::Deny => Ok(Resumed::Denied(self.deny_by(&run_id, &decider)?)),
+        }
+    }
+
+    /// The run a resume state names, if the state is usable for an answer
+    /// of `caller`'s client about `tool` (as [`Host::resume`] checks it),
+    /// without using it up: for an answer that decides nothing (the user
+    /// dismissed the question). A refusal is an audit event.
+    pub(crate) fn peek_resume(
+        &self,
+        state: &str,
+        caller: &Caller,
+        tool: &str,
+    ) -> Result<RunRecord, ApprovalError> {
+        match self.check_resume(state, caller, tool, false) {
+            Ok(run_id) => self
+                .run(&run_id)?
+                .ok_or_else(|| ApprovalError::NotFound(format!("run {run_id} vanished"))),
+            Err((e, why)) => {
+                self.refused(caller, tool, "resume", &why);
+                Err(e)
+            }
+        }
+    }
+
+    /// The run id of a usable resume state (used up now when `take`), or
+    /// why not.
+    fn check_resume(
+        &self,
+        state: &str,
+        caller: &Caller,
+        tool: &str,
+        take: bool,
+    ) -> Result<String, (ApprovalError, String)> {
+        let refuse = |why: &str| (unusable_state(tool), why.to_string());
+        if !self.client_may_decide(caller).unwrap_or(false) {
+            return Err((
+                ApprovalError::Refused(format!(
+                    "client-side approval is off for persona `{}`: an operator decides its \
+                     confirmations (`skillhost runs approve RUN`, or the HTTP API)",
+                    caller.persona_id().unwrap_or("operator")
+                )),
+                "client-side approval is off".into(),
+            ));
+        }
+        let Some((run_id, nonce)) = state
+            .strip_prefix(RESUME_PREFIX)
+            .and_then(|s| s.rsplit_once('.'))
+            .filter(|(id, n)| id.len() <= 64 && n.len() == 64)
+        else {
+            return Err(refuse("not a resume state this host handed out"));
+        };
+        self.flush();
+        let run = lock(&self.inner.store)
+            .run(run_id)
+            .map_err(|e| (ApprovalError::State(e.into()), "state unreadable".into()))?;
+        let Some(run) = run else {
+            return Err(refuse("no such run"));
+        };
+        if run.persona.as_deref() != caller.persona_id() {
+            return Err(refuse("another caller's run"));
+        }
+        if run.tool != tool {
+            return Err(refuse("another tool's run"));
+        }
+        if run.approval != Some(Approval::Pending) {
+            return Err(refuse("the run does not wait for approval"));
+        }
+        if run.expires_at_ms.is_some_and(|t| t <= now_ms()) {
+            return Err(refuse("the approval expired"));
+        }
+        let store = lock(&self.inner.store);
+        let digest = digest(nonce);
+        let usable = if take {
+            store.take_resume_digest(run_id, &digest)
+        } else {
+            store
+                .resume_digest(run_id)
+                .map(|d| d.as_deref() == Some(&digest))
+        }
+        .map_err(|e| (ApprovalError::State(e.into()), "state unreadable".into()))?;
+        if !usable {
+            return Err(refuse("the state was used already or replaced"));
+        }
+        Ok(run_id.to_string())
+    }
+
+    /// Records that `caller`'s request `what` (about `tool`, where there is
+    /// one: empty otherwise) was refused, and why (an audit event of kind
+    /// `refused`).
+    pub(crate) fn refused(&self, caller: &Caller, tool: &str, what: &str, why: &str) {
+        self.inner.emit(HostEvent {
+            at_ms: now_ms(),
+            kind: "refused".into(),
+            run_id: None,
+            persona: caller.persona_id().map(str::to_string),
+            tool: (!tool.is_empty()).then(|| crate::escape::escape_control(tool, 128, false)),
+            server: None,
+            outcome: Some(Outcome::Denied),
+            duration_ms: None,
+            detail: serde_json::json!({ "request": what, "reason": why }),
+        });
     }
 
     /// Runs, newest first.
@@ -302,4 +594,19 @@ fn decided_meanwhile(run_id: &str) -> ApprovalError {
 
 fn expired(run_id: &str) -> String {
     format!("run {run_id} expired unapproved; call the tool again to ask anew")
+}
+
+/// What a client's answer through a resume state came to.
+#[derive(Debug)]
+pub(crate) enum Resumed {
+    /// Approved: the run executed.
+    Ran(RunReport),
+    /// Denied: the run as recorded.
+    Denied(RunRecord),
+}
+
+/// The sha256 (hex) a resume nonce is kept as.
+fn digest(nonce: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(nonce.as_bytes()))
 }

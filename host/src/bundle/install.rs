@@ -22,7 +22,9 @@ use crate::sandbox::Sandbox;
 use crate::skill::Skill;
 use crate::skill::manifest::SkillManifest;
 use crate::state::Store;
-use crate::state::data_dir::DataDir;
+use crate::state::data_dir::{
+    DataDir, PRIVATE_FILE_MODE, private_dir, private_dirs, private_new_file,
+};
 use crate::state::skills::InstalledRecord;
 
 const SKILLS: &str = "skills";
@@ -80,6 +82,10 @@ impl InstallLock {
     fn acquire(data: &DataDir) -> Result<InstallLock, CatalogError> {
         let mut opts = OpenOptions::new();
         opts.create(true).write(true).truncate(false);
+        {
+            use cap_std::fs::OpenOptionsExt as _;
+            opts.mode(PRIVATE_FILE_MODE);
+        }
         let file = data
             .dir
             .open_with(LOCK, &opts)
@@ -174,7 +180,7 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, CatalogError> 
     );
     let rel = format!("{STAGING}/{id}");
     data.dir
-        .create_dir(&rel)
+        .create_dir_with(&rel, &private_dir())
         .map_err(|e| err(format!("cannot create staging folder: {e}")))?;
     let staging = data
         .dir
@@ -184,13 +190,11 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, CatalogError> 
         for (path, bytes) in &bundle.files {
             if let Some((parent, _)) = path.rsplit_once('/') {
                 staging
-                    .create_dir_all(parent)
+                    .create_dir_with(parent, &private_dirs())
                     .map_err(|e| err(format!("cannot create `{parent}`: {e}")))?;
             }
-            let mut opts = OpenOptions::new();
-            opts.write(true).create_new(true);
             let mut f = staging
-                .open_with(path, &opts)
+                .open_with(path, &private_new_file())
                 .map_err(|e| err(format!("cannot create `{path}`: {e}")))?;
             f.write_all(bytes)
                 .and_then(|()| f.sync_all())
@@ -199,11 +203,9 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, CatalogError> 
         // The signed statement stays with the install: it lists every file
         // with its digest (served to MCP clients as the skill's files).
         staging
-            .create_dir_all(STATEMENT_DIR)
+            .create_dir_with(STATEMENT_DIR, &private_dirs())
             .and_then(|()| {
-                let mut opts = OpenOptions::new();
-                opts.write(true).create_new(true);
-                let mut f = staging.open_with(STATEMENT_PATH, &opts)?;
+                let mut f = staging.open_with(STATEMENT_PATH, &private_new_file())?;
                 f.write_all(&bundle.statement.to_canonical_bytes())?;
                 f.sync_all()
             })
@@ -378,7 +380,7 @@ fn ensure_real_dir(dir: &Dir, parent: &str, name: &str) -> Result<(), CatalogErr
             "{path} in the data dir is not a folder (a planted symlink or file?); remove it"
         ))),
         Err(_) => dir
-            .create_dir(&path)
+            .create_dir_with(&path, &private_dir())
             .map_err(|e| err(format!("cannot create {path}: {e}"))),
     }
 }

@@ -215,6 +215,13 @@ const EXIT_FAILED: u8 = 1;
 
 /// Runs the command line; the binary's `main` is only this.
 pub(crate) fn main() -> ExitCode {
+    // Everything this process creates is private to its user: the data
+    // dir holds the database, tokens and secrets (the library creates its
+    // own files so; this covers what SQLite and the toolchains create too).
+    // SAFETY: umask only sets this process's file mode creation mask.
+    unsafe {
+        libc::umask(0o077);
+    }
     quiet_on_closed_stdout();
     let cli = Cli::parse();
     init_tracing(cli.verbose);

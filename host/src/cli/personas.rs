@@ -27,6 +27,17 @@ pub(super) enum PersonasCommand {
         /// The id.
         id: String,
     },
+    /// Change a persona's settings.
+    Set {
+        /// The id.
+        id: String,
+        /// Whether the persona's MCP client may answer the confirmation of
+        /// its own calls (elicitation). Off by default: an operator then
+        /// approves them (`skillhost runs approve RUN`). Turn it on only for
+        /// a client application that shows the question to a person.
+        #[arg(long, value_name = "on|off")]
+        client_approval: Option<Switch>,
+    },
 }
 
 /// `on` or `off`.
@@ -88,13 +99,31 @@ pub(super) async fn personas(data_dir: &Path, cmd: PersonasCommand) -> anyhow::R
                 println!("no personas (`skillhost personas add ID`)");
             } else {
                 for p in personas {
-                    println!("{:<24} {}", p.id, p.description);
+                    let approval = if p.client_approval {
+                        "client-approval"
+                    } else {
+                        "-"
+                    };
+                    println!("{:<24} {:<16} {}", p.id, approval, p.description);
                 }
             }
         }
         PersonasCommand::Remove { id } => {
             host.remove_persona(&id)?;
             println!("removed persona {id}");
+        }
+        PersonasCommand::Set {
+            id,
+            client_approval,
+        } => {
+            let Some(switch) = client_approval else {
+                anyhow::bail!("nothing to set: give --client-approval on|off");
+            };
+            host.set_client_approval(&id, switch == Switch::On)?;
+            println!(
+                "persona {id}: client-side approval {}",
+                if switch == Switch::On { "on" } else { "off" }
+            );
         }
     }
     host.shutdown().await;

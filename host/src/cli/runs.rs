@@ -160,11 +160,13 @@ pub(super) async fn runs(
             }
         }
         RunsCommand::Approve { id, json } => {
-            let report = host.approve(&id).await?;
+            let report = host
+                .approve_by(&id, &skillhost::Decider::operator("cli"))
+                .await?;
             code = print_report(&report, json)?;
         }
         RunsCommand::Deny { id } => {
-            let run = host.deny(&id)?;
+            let run = host.deny_by(&id, &skillhost::Decider::operator("cli"))?;
             println!(
                 "denied {} ({} for {})",
                 run.run_id,

@@ -43,6 +43,26 @@ pub(super) struct ServeArgs {
     /// seconds.
     #[arg(long, default_value_t = 10, requires = "http")]
     grace_secs: u64,
+    /// HTTP: how long a client has to send a request head (and a
+    /// keep-alive connection may wait for its next request), in seconds.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = skillhost::HTTP_HEADER_READ_TIMEOUT.as_secs())]
+    header_timeout_secs: u64,
+    /// HTTP: how long a connection may send and receive nothing while no
+    /// request is being handled, in seconds.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = skillhost::HTTP_IDLE_TIMEOUT.as_secs())]
+    idle_timeout_secs: u64,
+    /// HTTP: connections open at once, from every peer; more are closed at
+    /// once.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::HTTP_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// HTTP: connections open at once from one peer address; more are
+    /// closed at once.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::HTTP_MAX_CONNECTIONS_PER_PEER)]
+    max_connections_per_peer: usize,
     /// Never ask the MCP client's user to confirm a call (elicitation):
     /// calls that need confirmation then always wait for an operator
     /// (`skillhost runs approve`).
@@ -111,8 +131,34 @@ async fn serve_http(
     args: &ServeArgs,
     terminated: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.header_timeout_secs > 0
+            && args.idle_timeout_secs > 0
+            && args.max_connections > 0
+            && args.max_connections_per_peer > 0,
+        "--header-timeout-secs, --idle-timeout-secs, --max-connections and \
+         --max-connections-per-peer must be at least 1"
+    );
+    // The caps, not the open-file limit, decide when connections are
+    // refused.
+    match skillhost::raise_open_files_limit() {
+        Ok(n) if (n as usize) < args.max_connections + 256 => tracing::warn!(
+            "the open-file limit is {n}: fewer than --max-connections ({}) plus what the host \
+             needs besides; connections may fail before the cap refuses them",
+            args.max_connections
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
+    }
     let host = super::open_host(data_dir).await?;
+    let limits = skillhost::ConnectionLimits {
+        header_read_timeout: Duration::from_secs(args.header_timeout_secs),
+        idle_timeout: Duration::from_secs(args.idle_timeout_secs),
+        max_connections: args.max_connections,
+        max_per_peer: args.max_connections_per_peer.min(args.max_connections),
+    };
     let mut builder = skillhost::HttpServerBuilder::new(host.clone(), addr)
+        .connection_limits(limits)
         .allow_remote(args.allow_remote)
         .grace_period(Duration::from_secs(args.grace_secs))
         .elicitation(!args.no_elicitation);

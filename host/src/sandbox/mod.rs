@@ -181,9 +181,17 @@ impl SandboxBuilder {
 
         let cache = match &self.cache_dir {
             Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    anyhow::anyhow!("cannot create the cache folder {}: {e}", dir.display())
-                })?;
+                {
+                    use std::os::unix::fs::DirBuilderExt as _;
+                    // Compiled code is native code the host runs: private.
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(dir)
+                        .map_err(|e| {
+                            anyhow::anyhow!("cannot create the cache folder {}: {e}", dir.display())
+                        })?;
+                }
                 let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
                     .map_err(|e| {
                         anyhow::anyhow!("cannot open the cache folder {}: {e}", dir.display())

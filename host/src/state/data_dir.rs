@@ -67,15 +67,72 @@ pub(crate) struct DataDir {
     pub dir: Dir,
 }
 
+/// The mode of every folder the host creates in the data dir.
+pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The mode of every file the host creates in the data dir.
+pub(crate) const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// A builder of private folders (mode 0700), creating parents too.
+pub(crate) fn private_dirs() -> cap_std::fs::DirBuilder {
+    use cap_std::fs::DirBuilderExt as _;
+    let mut b = cap_std::fs::DirBuilder::new();
+    b.recursive(true).mode(PRIVATE_DIR_MODE);
+    b
+}
+
+/// A builder of one private folder (mode 0700).
+pub(crate) fn private_dir() -> cap_std::fs::DirBuilder {
+    use cap_std::fs::DirBuilderExt as _;
+    let mut b = cap_std::fs::DirBuilder::new();
+    b.mode(PRIVATE_DIR_MODE);
+    b
+}
+
+/// Options creating a private file (mode 0600) for writing, failing if it
+/// exists.
+pub(crate) fn private_new_file() -> cap_std::fs::OpenOptions {
+    use cap_std::fs::OpenOptionsExt as _;
+    let mut o = cap_std::fs::OpenOptions::new();
+    o.write(true).create_new(true).mode(PRIVATE_FILE_MODE);
+    o
+}
+
+/// Warns (once per process) when the data dir at `root` can be read or
+/// entered by other users.
+fn warn_if_shared(root: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let Ok(meta) = std::fs::metadata(root) else {
+        return;
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        WARNED.call_once(|| {
+            tracing::warn!(
+                "the data dir {} can be read by other users (mode {mode:o}): it holds the \
+                 host's database, tokens and secrets; run `chmod 700 {}`",
+                root.display(),
+                root.display()
+            );
+        });
+    }
+}
+
 impl DataDir {
-    /// Opens `root`, creating it and its fixed folders when missing.
+    /// Opens `root`, creating it (mode 0700) and its fixed folders when
+    /// missing; warns when an existing one is readable by others.
     pub fn open(root: &Path) -> anyhow::Result<DataDir> {
-        std::fs::create_dir_all(root)
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIR_MODE)
+            .create(root)
             .map_err(|e| anyhow::anyhow!("cannot create the data dir {}: {e}", root.display()))?;
+        warn_if_shared(root);
         let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())
             .map_err(|e| anyhow::anyhow!("cannot open the data dir {}: {e}", root.display()))?;
         for sub in ["cache/components", "skills/.staging"] {
-            dir.create_dir_all(sub).map_err(|e| {
+            dir.create_dir_with(sub, &private_dirs()).map_err(|e| {
                 anyhow::anyhow!(
                     "cannot create {} in the data dir {}: {e}",
                     sub,

@@ -151,6 +151,12 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL
      );
      CREATE INDEX api_tokens_persona ON api_tokens (persona);",
+    // 6: whether a persona's MCP client may answer its confirmations (off
+    // by default), who decided each approval, and the sha256 of the one
+    // resume state a waiting run handed to its client.
+    "ALTER TABLE personas ADD COLUMN client_approval INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE runs ADD COLUMN decided_by TEXT;
+     ALTER TABLE runs ADD COLUMN resume_digest TEXT;",
 ];
 
 /// The database.
@@ -206,6 +212,21 @@ impl Store {
     /// Opens (creating and migrating) the database in `data_dir`.
     pub fn open(data_dir: &Path) -> anyhow::Result<Store> {
         let path = data_dir.join(DB_FILE);
+        // Created private (0600) before SQLite opens it: SQLite gives its
+        // `-wal` and `-shm` files the database file's mode.
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(data_dir::PRIVATE_FILE_MODE)
+                .open(&path)
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => anyhow::bail!("cannot create {}: {e}", path.display()),
+            }
+        }
         let conn = Connection::open(&path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(10))?;

@@ -9,7 +9,9 @@ use crate::state::{Store, now};
 /// One persona.
 ///
 /// ```
-/// let p = skillhost::Persona { id: "support".into(), description: String::new(), created_at: 0 };
+/// let p = skillhost::Persona {
+///     id: "support".into(), description: String::new(), created_at: 0, client_approval: false,
+/// };
 /// assert_eq!(serde_json::to_value(&p).unwrap()["id"], "support");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,22 +22,47 @@ pub struct Persona {
     pub description: String,
     /// Unix seconds.
     pub created_at: i64,
+    /// Whether the persona's MCP client may answer the confirmation of its
+    /// own calls (elicitation): the operator trusts that client application
+    /// to put the question to a person. Off by default.
+    pub client_approval: bool,
 }
 
 impl Store {
     /// Every persona, sorted by id.
     pub fn personas(&self) -> rusqlite::Result<Vec<Persona>> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT id, description, created_at FROM personas ORDER BY id")?;
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT id, description, created_at, client_approval FROM personas ORDER BY id",
+        )?;
         stmt.query_map([], |r| {
             Ok(Persona {
                 id: r.get(0)?,
                 description: r.get(1)?,
                 created_at: r.get(2)?,
+                client_approval: r.get(3)?,
             })
         })?
         .collect()
+    }
+
+    /// Whether the persona's client may answer its confirmations; `None`
+    /// when there is no such persona.
+    pub fn client_approval(&self, id: &str) -> rusqlite::Result<Option<bool>> {
+        use rusqlite::OptionalExtension;
+        self.conn()
+            .prepare_cached("SELECT client_approval FROM personas WHERE id = ?1")?
+            .query_row(params![id], |r| r.get(0))
+            .optional()
+    }
+
+    /// Sets whether the persona's client may answer its confirmations;
+    /// false when there is no such persona.
+    pub fn set_client_approval(&self, id: &str, on: bool) -> rusqlite::Result<bool> {
+        let n = self.conn().execute(
+            "UPDATE personas SET client_approval = ?2 WHERE id = ?1",
+            params![id, on],
+        )?;
+        Ok(n == 1)
     }
 
     /// The ids of every persona, sorted.

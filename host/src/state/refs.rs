@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::RefError;
 use crate::state::Store;
+use crate::state::data_dir::{PRIVATE_FILE_MODE, private_dirs, private_new_file};
 
 /// A stored ref.
 ///
@@ -94,12 +95,13 @@ pub(crate) struct StoredBlob {
 impl RefBlobs {
     /// Opens (creating) `refs/` inside the data dir `data`.
     pub fn open(data: &Dir) -> anyhow::Result<RefBlobs> {
-        data.create_dir_all(REFS_DIR).map_err(|e| {
-            anyhow!(
-                "cannot create the `{REFS_DIR}` folder in the data dir: {e}; \
+        data.create_dir_with(REFS_DIR, &private_dirs())
+            .map_err(|e| {
+                anyhow!(
+                    "cannot create the `{REFS_DIR}` folder in the data dir: {e}; \
                  check that the data dir is writable"
-            )
-        })?;
+                )
+            })?;
         let dir = data.open_dir(REFS_DIR).map_err(|e| {
             anyhow!(
                 "cannot open the `{REFS_DIR}` folder in the data dir: {e}; \
@@ -150,11 +152,9 @@ impl RefBlobs {
         let id = Self::try_new_id()?;
         Self::check_id(&id)?;
         let temp = format!("{TEMP_PREFIX}{id}");
-        let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true);
         let mut file = self
             .dir
-            .open_with(&temp, &opts)
+            .open_with(&temp, &private_new_file())
             .map_err(|e| anyhow!("cannot create a new ref blob: {e}; check that the data dir's `{REFS_DIR}` folder is writable"))?;
         let written = (|| -> Result<(String, u64), RefError> {
             let mut hasher = Sha256::new();
@@ -267,8 +267,12 @@ impl RefBlobs {
     }
 
     fn lock_file(&self) -> anyhow::Result<std::fs::File> {
+        use cap_std::fs::OpenOptionsExt as _;
         let mut opts = OpenOptions::new();
-        opts.create(true).write(true).truncate(false);
+        opts.create(true)
+            .write(true)
+            .truncate(false)
+            .mode(PRIVATE_FILE_MODE);
         Ok(self
             .dir
             .open_with(LOCK_FILE, &opts)

@@ -167,6 +167,12 @@ pub struct RunRecord {
     /// Until when an approval is accepted (Unix ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<i64>,
+    /// Who decided the approval: `operator:<how>` (`operator:cli`,
+    /// `operator:admin-token`, `operator:library`), `client:<persona>` for
+    /// the persona's own MCP client where the operator allowed that, or
+    /// `expiry`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
     /// How long the call took.
     pub duration_ms: Option<i64>,
 }
@@ -343,6 +349,7 @@ impl Store {
         &mut self,
         run_id: &str,
         decision: Approval,
+        decided_by: &str,
         error: Option<&str>,
     ) -> rusqlite::Result<Option<RunRecord>> {
         let tx = self
@@ -366,19 +373,58 @@ impl Store {
             let runner = (decision == Approval::Approved).then(std::process::id);
             tx.execute(
                 "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5,
-                 runner_pid = ?6 WHERE run_id = ?1 AND approval = 'pending'",
+                 runner_pid = ?6, decided_by = ?7, resume_digest = NULL
+                 WHERE run_id = ?1 AND approval = 'pending'",
                 params![
                     run_id,
                     decision.as_str(),
                     outcome.as_str(),
                     error,
                     now_ms(),
-                    runner
+                    runner,
+                    decided_by
                 ],
             )?;
         }
         tx.commit()?;
         Ok(before)
+    }
+
+    /// Records the sha256 of the resume state handed to the client of a
+    /// pending run (replacing an earlier one); false if the run is not
+    /// pending.
+    pub(crate) fn set_resume_digest(&self, run_id: &str, digest: &str) -> rusqlite::Result<bool> {
+        let n = self.conn().execute(
+            "UPDATE runs SET resume_digest = ?2 WHERE run_id = ?1 AND approval = 'pending'",
+            params![run_id, digest],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// The digest of the resume state of a pending run, if one was handed
+    /// out.
+    pub(crate) fn resume_digest(&self, run_id: &str) -> rusqlite::Result<Option<String>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT resume_digest FROM runs WHERE run_id = ?1 AND approval = 'pending'",
+                params![run_id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// Uses up the resume state of a pending run: true, and the digest is
+    /// gone, if and only if `digest` is the one recorded (so a state is
+    /// good for one answer).
+    pub(crate) fn take_resume_digest(&self, run_id: &str, digest: &str) -> rusqlite::Result<bool> {
+        let n = self.conn().execute(
+            "UPDATE runs SET resume_digest = NULL
+             WHERE run_id = ?1 AND approval = 'pending' AND resume_digest = ?2",
+            params![run_id, digest],
+        )?;
+        Ok(n == 1)
     }
 
     /// Marks every approved run still `running` whose process is gone (a
@@ -472,7 +518,7 @@ impl Store {
 }
 
 const RUN_COLUMNS: &str = "run_id, parent_run_id, persona, tool, server, outcome, approval, args, \
-     input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms";
+     input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms, decided_by";
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let outcome: String = r.get(5)?;
@@ -496,6 +542,7 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         updated_at_ms: r.get(11)?,
         expires_at_ms: r.get(12)?,
         duration_ms: r.get(13)?,
+        decided_by: r.get(14)?,
     })
 }
 
@@ -583,10 +630,10 @@ mod tests {
         pending(&store, "run_dead");
         pending(&store, "run_alive");
         store
-            .decide_run("run_dead", Approval::Approved, None)
+            .decide_run("run_dead", Approval::Approved, "operator:test", None)
             .expect("decide");
         store
-            .decide_run("run_alive", Approval::Approved, None)
+            .decide_run("run_alive", Approval::Approved, "operator:test", None)
             .expect("decide");
         // run_dead's runner: a process that has exited and been reaped.
         let mut child = std::process::Command::new("true").spawn().expect("spawn");

@@ -9,8 +9,23 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// `skillhost --data-dir DATA ARGS…` with no log or data-dir settings
-/// inherited from the environment, ready to run or spawn.
+/// inherited from the environment, ready to run or spawn. A data dir the
+/// test made is made private first (0700, as the host makes its own): the
+/// host warns on every command about one others can read (tested on its
+/// own in `attack::private_files`).
 pub fn command(data: &Path, args: &[&str]) -> Command {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(meta) = std::fs::metadata(data)
+        && meta.is_dir()
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        let _ = std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o700));
+    }
+    raw_command(data, args)
+}
+
+/// [`command`] without touching the data dir's mode.
+pub fn raw_command(data: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
     cmd.arg("--data-dir")
         .arg(data)
@@ -111,16 +126,21 @@ impl Drop for HttpServer {
 
 /// Starts `skillhost serve --http 127.0.0.1:0 --grace-secs GRACE` on
 /// `data` and waits (at most 60 s) for the address it prints.
+#[allow(dead_code)]
 pub fn start_http(data: &Path, grace_secs: u64) -> HttpServer {
+    start_http_with(data, grace_secs, &[])
+}
+
+/// [`start_http`] with more arguments for `serve`.
+pub fn start_http_with(data: &Path, grace_secs: u64, extra: &[&str]) -> HttpServer {
     let grace = grace_secs.to_string();
-    let mut child = command(
-        data,
-        &["serve", "--http", "127.0.0.1:0", "--grace-secs", &grace],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("start skillhost serve --http");
+    let mut args = vec!["serve", "--http", "127.0.0.1:0", "--grace-secs", &grace];
+    args.extend_from_slice(extra);
+    let mut child = command(data, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start skillhost serve --http");
     let out = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

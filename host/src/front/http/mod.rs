@@ -26,6 +26,7 @@
 
 mod api;
 mod auth;
+mod listener;
 mod origin;
 
 use std::collections::HashMap;
@@ -51,17 +52,26 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 pub use auth::AdminAuth;
+pub use listener::{ConnectionLimits, raise_open_files_limit};
 pub use origin::OriginPolicy;
 
 use crate::authority::tokens::{ADMIN_TOKEN_FILE, token_digest};
 use crate::authority::{Caller, Host};
 use crate::front::mcp::McpFront;
+use crate::limits;
 
 /// How long in-flight requests may run on after a shutdown begins, by
 /// default.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
+
+/// A caller's MCP service and its session table.
+#[derive(Clone)]
+struct CallerService {
+    service: McpService,
+    sessions: Arc<LocalSessionManager>,
+}
 
 pub(crate) struct StateInner {
     host: Host,
@@ -70,7 +80,10 @@ pub(crate) struct StateInner {
     /// Whether fronts confirm by elicitation.
     elicitation: bool,
     /// One MCP service (and session table) per caller.
-    services: Mutex<HashMap<Option<String>, McpService>>,
+    services: Mutex<HashMap<Option<String>, CallerService>>,
+    /// Listening streams open now (legacy GET streams and 2026-07-28
+    /// `subscriptions/listen`).
+    listening: Arc<std::sync::atomic::AtomicUsize>,
     /// Cancelled after the grace period: ends sessions and streams.
     mcp_ct: CancellationToken,
     /// Cancelled when shutdown begins.
@@ -106,7 +119,7 @@ impl AppState {
         &self.inner.host
     }
 
-    fn service(&self, caller: &Caller) -> McpService {
+    fn service(&self, caller: &Caller) -> CallerService {
         let key = caller.persona_id().map(str::to_string);
         let mut services = self
             .inner
@@ -118,9 +131,12 @@ impl AppState {
             .or_insert_with(|| {
                 let front = McpFront::new(self.inner.host.clone(), caller.clone())
                     .with_elicitation(self.inner.elicitation);
-                StreamableHttpService::new(
+                let mut sessions = LocalSessionManager::default();
+                sessions.session_config.keep_alive = Some(limits::MCP_SESSION_IDLE);
+                let sessions = Arc::new(sessions);
+                let service = StreamableHttpService::new(
                     move || Ok(front.clone()),
-                    Arc::new(LocalSessionManager::default()),
+                    sessions.clone(),
                     // Host and Origin are checked before (origin.rs).
                     StreamableHttpServerConfig::default()
                         .disable_allowed_hosts()
@@ -130,17 +146,57 @@ impl AppState {
                         // first still streams. Legacy sessions stream.
                         .with_json_response(true)
                         .with_cancellation_token(self.inner.mcp_ct.child_token()),
-                )
+                );
+                CallerService { service, sessions }
             })
             .clone()
     }
+
+    /// Whether a new legacy session may start for `caller`: under the cap
+    /// per caller and in total; else why not.
+    async fn session_room(&self, caller: &Caller) -> Result<(), String> {
+        let managers: Vec<(Option<String>, Arc<LocalSessionManager>)> = self
+            .inner
+            .services
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, s)| (k.clone(), s.sessions.clone()))
+            .collect();
+        let mut total = 0;
+        let mut mine = 0;
+        for (key, m) in managers {
+            let n = m.sessions.read().await.len();
+            total += n;
+            if key.as_deref() == caller.persona_id() {
+                mine = n;
+            }
+        }
+        if mine >= limits::MCP_MAX_SESSIONS_PER_CALLER {
+            return Err(format!(
+                "too many MCP sessions for this caller ({mine}, at most {}): end one \
+                 (DELETE /mcp with its Mcp-Session-Id) or let an idle one expire ({} s)",
+                limits::MCP_MAX_SESSIONS_PER_CALLER,
+                limits::MCP_SESSION_IDLE.as_secs()
+            ));
+        }
+        if total >= limits::MCP_MAX_SESSIONS {
+            return Err(format!(
+                "too many MCP sessions on this server ({total}, at most {}): retry later",
+                limits::MCP_MAX_SESSIONS
+            ));
+        }
+        Ok(())
+    }
 }
 
-/// A response body that counts as an in-flight request until it is sent
+/// A response body that counts as an in-flight request (or an open
+/// listening stream) until it is sent
 /// (or dropped).
 struct Tracked {
     inner: Body,
-    _token: TaskTrackerToken,
+    _token: Option<TaskTrackerToken>,
+    _listening: Option<Listening>,
 }
 
 impl http_body::Body for Tracked {
@@ -175,21 +231,85 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         .headers()
         .get("mcp-method")
         .is_some_and(|m| m.as_bytes() == b"subscriptions/listen");
+    let stream = listen || req.method() == Method::GET;
+    // A POST with neither a session nor a 2026-07-28 method is a legacy
+    // `initialize`: a new session.
+    let new_session = req.method() == Method::POST
+        && !req.headers().contains_key("mcp-session-id")
+        && !req.headers().contains_key("mcp-method");
+    if new_session && let Err(why) = st.session_room(&caller).await {
+        st.host().refused(&caller, "", "mcp session", &why);
+        return too_many(why);
+    }
+    let listening = if stream {
+        match Listening::start(&st.inner.listening) {
+            Some(l) => Some(l),
+            None => {
+                let why = format!(
+                    "too many listening streams on this server (at most {}): retry later",
+                    limits::MCP_MAX_LISTEN_STREAMS
+                );
+                st.host().refused(&caller, "", "mcp stream", &why);
+                return too_many(why);
+            }
+        }
+    } else {
+        None
+    };
     let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
-    let mut service = st.service(&caller);
+    let mut service = st.service(&caller).service;
     let resp = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
         Err(never) => match never {},
     };
     let resp = resp.map(Body::new);
-    match token {
-        Some(token) => resp.map(|inner| {
+    match (token, listening) {
+        (Some(token), _) => resp.map(|inner| {
             Body::new(Tracked {
                 inner,
-                _token: token,
+                _token: Some(token),
+                _listening: None,
             })
         }),
-        None => resp,
+        (None, Some(listening)) => resp.map(|inner| {
+            Body::new(Tracked {
+                inner,
+                _token: None,
+                _listening: Some(listening),
+            })
+        }),
+        (None, None) => resp,
+    }
+}
+
+/// 503 with the reason, for a request over a cap.
+fn too_many(why: String) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({ "error": why })),
+    )
+        .into_response()
+}
+
+/// A listening stream open (counted while alive).
+struct Listening(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Listening {
+    /// Counts one more stream, or `None` at the cap.
+    fn start(count: &Arc<std::sync::atomic::AtomicUsize>) -> Option<Listening> {
+        use std::sync::atomic::Ordering;
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limits::MCP_MAX_LISTEN_STREAMS).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Listening(count.clone()))
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -259,6 +379,7 @@ pub struct HttpServerBuilder {
     grace: Duration,
     elicitation: bool,
     api: Router<AppState>,
+    limits: ConnectionLimits,
 }
 
 impl HttpServerBuilder {
@@ -278,7 +399,21 @@ impl HttpServerBuilder {
             grace: DEFAULT_GRACE,
             elicitation: true,
             api: api_router(),
+            limits: ConnectionLimits::default(),
         }
+    }
+
+    /// The connection limits (default [`ConnectionLimits::default`]: the
+    /// values of `limits.rs`).
+    ///
+    /// ```no_run
+    /// # fn f(b: skillhost::HttpServerBuilder) {
+    /// let b = b.connection_limits(skillhost::ConnectionLimits { max_per_peer: 16, ..Default::default() });
+    /// # }
+    /// ```
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> HttpServerBuilder {
+        self.limits = limits;
+        self
     }
 
     /// Allow an address that is not loopback (default: refused).
@@ -371,6 +506,7 @@ impl HttpServerBuilder {
                 admin_digest: token_digest(&admin),
                 origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
                 services: Mutex::new(HashMap::new()),
+                listening: Arc::default(),
                 elicitation: self.elicitation,
                 mcp_ct: CancellationToken::new(),
                 stopping: CancellationToken::new(),
@@ -391,6 +527,7 @@ impl HttpServerBuilder {
             local_addr,
             state,
             router,
+            limits: self.limits,
             grace: self.grace,
             admin_token_path: self.host.data_dir().join(ADMIN_TOKEN_FILE),
         })
@@ -408,6 +545,7 @@ pub struct HttpServer {
     local_addr: SocketAddr,
     state: AppState,
     router: Router,
+    limits: ConnectionLimits,
     grace: Duration,
     admin_token_path: PathBuf,
 }
@@ -455,23 +593,13 @@ impl HttpServer {
     ) -> anyhow::Result<()> {
         let inner = self.state.inner.clone();
         let stopping = inner.stopping.clone();
-        // TCP_NODELAY: an SSE answer ends with a chunk written after its
-        // first; under Nagle's algorithm that chunk would wait for the
-        // client's delayed ACK (40 ms) on every keep-alive request.
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
-            }
-        });
-        let serve = axum::serve(listener, self.router)
-            .with_graceful_shutdown(stopping.clone().cancelled_owned());
-        let mut server = tokio::spawn(async move { serve.await });
+        let serve = listener::serve(self.listener, self.router, self.limits, stopping.clone());
+        let mut server = tokio::spawn(serve);
         tokio::select! {
             () = shutdown => {}
             r = &mut server => {
                 return match r {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
+                    Ok(()) => Ok(()),
                     Err(e) => Err(anyhow::anyhow!("the HTTP server task failed: {e}")),
                 };
             }
@@ -492,8 +620,7 @@ impl HttpServer {
         // End sessions and their streams, so every connection can close.
         inner.mcp_ct.cancel();
         match tokio::time::timeout(Duration::from_secs(3), &mut server).await {
-            Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(e))) => Err(anyhow::anyhow!("the HTTP server failed: {e}")),
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(anyhow::anyhow!("the HTTP server task failed: {e}")),
             Err(_) => {
                 tracing::warn!("connections still open 3 s after the sessions ended: closing them");

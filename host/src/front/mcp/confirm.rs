@@ -12,30 +12,38 @@
 //!   the key [`INPUT_KEY`] and the run id as `requestState`; the client
 //!   retries the call with the user's answer in `inputResponses`.
 //!
-//! The answer decides the run as an operator's `skillhost runs approve` or
-//! `deny` would: accepted with `approve: true`, the run's recorded
-//! arguments run once (authorization checked again); declined, or accepted
-//! with `approve: false`, the run is denied; cancelled (dismissed), or no
-//! answer in time, the run keeps waiting for an operator and the client
-//! gets the usual `waiting_approval` result.
+//! The client is asked only where the operator allowed client-side
+//! approval for the caller's persona (`skillhost personas set P
+//! --client-approval on`; off by default): otherwise a call that needs
+//! confirmation waits for an operator, whatever the client supports.
 //!
-//! `requestState` comes back from the client and is not trusted: a retry
-//! only decides a run that waits for approval, belongs to the same caller
-//! and is for the same tool; anything else is `-32602`, as for a run that
-//! does not exist.
+//! The answer decides the run as an operator's `skillhost runs approve` or
+//! `deny` would, recorded as decided by `client:PERSONA`: accepted with
+//! `approve: true`, the run's recorded arguments run once (authorization
+//! checked again); declined, or accepted with `approve: false`, the run is
+//! denied; cancelled (dismissed), or no answer in time, the run keeps
+//! waiting for an operator and the client gets the usual `waiting_approval`
+//! result. An answer that says neither (accepted without the `approve`
+//! field) is refused with a clear error and an audit event.
+//!
+//! `requestState` comes back from the client and is not trusted: it is an
+//! opaque state the host handed out for that run and that caller
+//! (`Host::resume_state`), good for one answer until the approval expires;
+//! a bare run id, another caller's state, a replayed or expired one is
+//! `-32602` and an audit event, whatever was wrong. With elicitation off
+//! (`--no-elicitation`) every answer is refused.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorData,
-    InputRequest, InputRequiredResult, ProtocolVersion, Request,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequiredResult, ProtocolVersion, Request,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
-use crate::authority::{Caller, RunReport};
-use crate::state::runs::{Approval, RunRecord};
+use crate::authority::RunReport;
 
 /// The `inputRequests` key of the confirmation request (2026-07-28).
 pub(crate) const INPUT_KEY: &str = "confirm";
@@ -83,9 +91,13 @@ pub(crate) enum Decision {
     Approve,
     /// Do not run it (the run is denied).
     Deny,
-    /// No decision (dismissed, or no usable answer): the run keeps waiting
+    /// No decision (dismissed, or no answer in time): the run keeps waiting
     /// for an operator. The text says why.
     Undecided(String),
+    /// An answer that says nothing usable (accepted without `approve`, not
+    /// an elicitation result): refused, the run keeps waiting. The text
+    /// says what was wrong.
+    Malformed(String),
 }
 
 /// The confirmation form for a waiting run.
@@ -121,12 +133,17 @@ pub(crate) fn confirm_params(report: &RunReport, args: &Value) -> ElicitRequestP
     }
 }
 
-/// The `input_required` result asking to confirm `report`'s run.
-pub(crate) fn input_required(report: &RunReport, args: &Value) -> InputRequiredResult {
+/// The `input_required` result asking to confirm `report`'s run, with the
+/// opaque `state` the retry must carry.
+pub(crate) fn input_required(
+    report: &RunReport,
+    args: &Value,
+    state: String,
+) -> InputRequiredResult {
     let request = InputRequest::Elicitation(Request::new(confirm_params(report, args)));
     InputRequiredResult::new(
         Some(BTreeMap::from([(INPUT_KEY.to_string(), request)])),
-        Some(report.run_id.clone()),
+        Some(state),
     )
 }
 
@@ -141,8 +158,8 @@ pub(crate) fn decision(result: &ElicitResult) -> Decision {
         {
             Some(true) => Decision::Approve,
             Some(false) => Decision::Deny,
-            None => Decision::Undecided(format!(
-                "the answer did not say `{APPROVE_FIELD}`: true or false"
+            None => Decision::Malformed(format!(
+                "the answer accepted but did not say `{APPROVE_FIELD}`: true or false"
             )),
         },
         ElicitationAction::Decline => Decision::Deny,
@@ -154,42 +171,14 @@ pub(crate) fn decision(result: &ElicitResult) -> Decision {
 /// The decision in a 2026-07-28 retry's `inputResponses`.
 pub(crate) fn decision_of_responses(responses: Option<&BTreeMap<String, Value>>) -> Decision {
     let Some(answer) = responses.and_then(|r| r.get(INPUT_KEY)) else {
-        return Decision::Undecided(format!("inputResponses has no `{INPUT_KEY}` answer"));
+        return Decision::Malformed(format!("inputResponses has no `{INPUT_KEY}` answer"));
     };
     match serde_json::from_value::<ElicitResult>(answer.clone()) {
         Ok(result) => decision(&result),
-        Err(e) => Decision::Undecided(format!(
+        Err(e) => Decision::Malformed(format!(
             "the `{INPUT_KEY}` answer is not an elicitation result: {e}"
         )),
     }
-}
-
-/// Checks that a retry's `requestState` names `run`, a run of `caller`
-/// for `tool` that waits for approval. The error is the same whatever
-/// failed, so a client learns nothing about other callers' runs.
-pub(crate) fn check_resumable(
-    state: &str,
-    run: Option<&RunRecord>,
-    caller: &Caller,
-    tool: &str,
-) -> Result<(), ErrorData> {
-    let ok = run.is_some_and(|r| {
-        r.persona.as_deref() == caller.persona_id()
-            && r.tool == tool
-            && r.approval == Some(Approval::Pending)
-    });
-    if ok {
-        return Ok(());
-    }
-    Err(ErrorData::invalid_params(
-        format!(
-            "requestState `{}` does not name a run of `{}` waiting for your confirmation \
-             (it expired, was decided, or is not yours): call the tool again",
-            crate::escape::escape_control(state, 64, false),
-            crate::escape::escape_control(tool, 128, false),
-        ),
-        None,
-    ))
 }
 
 /// How long a legacy session waits for the answer: until the approval
@@ -245,16 +234,21 @@ mod tests {
             decision(&result(ElicitationAction::Cancel, None)),
             Decision::Undecided(_)
         ));
+        // Accepted, but saying neither: refused, not taken as an answer.
         assert!(matches!(
             decision(&result(
                 ElicitationAction::Accept,
                 Some(json!({"approve": "yes"}))
             )),
-            Decision::Undecided(_)
+            Decision::Malformed(_)
         ));
         assert!(matches!(
             decision(&result(ElicitationAction::Accept, None)),
-            Decision::Undecided(_)
+            Decision::Malformed(_)
+        ));
+        assert!(matches!(
+            decision(&result(ElicitationAction::Accept, Some(json!({})))),
+            Decision::Malformed(_)
         ));
     }
 
@@ -268,11 +262,11 @@ mod tests {
         let bad = BTreeMap::from([(INPUT_KEY.to_string(), json!({"action": "maybe"}))]);
         assert!(matches!(
             decision_of_responses(Some(&bad)),
-            Decision::Undecided(_)
+            Decision::Malformed(_)
         ));
         assert!(matches!(
             decision_of_responses(None),
-            Decision::Undecided(_)
+            Decision::Malformed(_)
         ));
     }
 
@@ -291,44 +285,14 @@ mod tests {
             v["requestedSchema"]["properties"]["approve"]["type"],
             "boolean"
         );
-        let ir = serde_json::to_value(input_required(&report(), &json!({}))).expect("serialize");
+        let ir = serde_json::to_value(input_required(&report(), &json!({}), "rs1.x".into()))
+            .expect("serialize");
         assert_eq!(ir["resultType"], "input_required");
-        assert_eq!(ir["requestState"], "run_1");
+        assert_eq!(ir["requestState"], "rs1.x");
         assert_eq!(
             ir["inputRequests"]["confirm"]["method"],
             "elicitation/create"
         );
-    }
-
-    #[test]
-    fn only_the_callers_own_waiting_run_resumes() {
-        let run = |persona: Option<&str>, tool: &str, approval: &str| RunRecord {
-            run_id: "run_1".into(),
-            parent_run_id: None,
-            persona: persona.map(String::from),
-            tool: tool.into(),
-            server: "s".into(),
-            outcome: Outcome::WaitingApproval,
-            approval: Approval::parse(approval),
-            args: None,
-            input_refs: vec![],
-            error: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            expires_at_ms: None,
-            duration_ms: None,
-        };
-        let me = Caller::persona("p");
-        assert!(check_resumable("run_1", Some(&run(Some("p"), "t", "pending")), &me, "t").is_ok());
-        for other in [
-            run(Some("q"), "t", "pending"),
-            run(None, "t", "pending"),
-            run(Some("p"), "u", "pending"),
-            run(Some("p"), "t", "approved"),
-        ] {
-            assert!(check_resumable("run_1", Some(&other), &me, "t").is_err());
-        }
-        assert!(check_resumable("run_1", None, &me, "t").is_err());
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //!   server's own) and the same JSON as text;
 //! - `notifications/tools/list_changed` when the caller's tools change
 //!   (grants, skills, servers, in this or another process), checked every
-//!   [`LIST_CHANGED_POLL`]: to the session after a legacy `initialize`, and
+//!   [`crate::LIST_CHANGED_POLL`]: to the session after a legacy `initialize`, and
 //!   on each `subscriptions/listen` stream in the 2026-07-28 era.
 //!
 //! Cancelling a request (`notifications/cancelled`) cancels the call: it
@@ -68,7 +68,9 @@ use rmcp::model::ProgressNotificationParam;
 use skillhost_mcp::Progress;
 use tokio::sync::mpsc;
 
-use crate::authority::{CallRequest, Caller, Host, RunOutput, RunReport};
+use crate::authority::{
+    CallRequest, Caller, ClientAnswer, Decider, Host, Resumed, RunOutput, RunReport,
+};
 use crate::error::{ErrorKind, HostError};
 use crate::registry::SkillInfo;
 use crate::registry::ToolSpec;
@@ -76,8 +78,10 @@ use crate::state::runs::Outcome;
 use confirm::{Decision, ElicitMode, elicit_mode};
 use skills::{ServedSkill, page, skill_md_uri, skill_of_uri, unknown_uri};
 
-/// How often a session checks whether its caller's tools changed.
-pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
+/// How often a legacy session's notifier looks whether its session is
+/// gone, when nothing changes: 30 s (the session's own idle expiry ends it
+/// anyway; this only frees the task sooner).
+const SESSION_CHECK: Duration = Duration::from_secs(30);
 
 /// An MCP server over a [`Host`] for one caller (a persona, or the
 /// operator).
@@ -268,14 +272,40 @@ impl McpFront {
                 Decision::Undecided(format!("the client did not answer the confirmation: {e}"))
             }
         };
-        self.decide(&report.run_id, decision, context, progress, || {
-            call_result(report.clone())
-        })
-        .await
+        let run_id = report.run_id.clone();
+        let decider = Decider::Client(self.caller.persona_id().unwrap_or("operator").into());
+        match decision {
+            Decision::Approve => match self
+                .host
+                .approve_with(&run_id, &decider, Some(context.ct.clone()), progress)
+                .await
+            {
+                Ok(report) => call_result(report),
+                Err(e) => not_run(&run_id, &e),
+            },
+            Decision::Deny => match self.host.deny_by(&run_id, &decider) {
+                Ok(_) => denied_result(&run_id),
+                Err(e) => not_run(&run_id, &e),
+            },
+            Decision::Undecided(why) => {
+                tracing::debug!(run = %run_id, "confirmation undecided: {why}");
+                call_result(report)
+            }
+            Decision::Malformed(why) => {
+                self.host
+                    .refused(&self.caller, &report.tool, "confirm", &why);
+                let mut result = call_result(report);
+                result.content.insert(
+                    0,
+                    ContentBlock::text(format!("the answer was refused: {why}")),
+                );
+                result
+            }
+        }
     }
 
     /// A 2026-07-28 retry: the user's answer in `inputResponses` decides the
-    /// run `state` names.
+    /// run the opaque `state` names (see `confirm`).
     async fn resume_confirmation(
         &self,
         state: &str,
@@ -284,64 +314,104 @@ impl McpFront {
         context: &RequestContext<RoleServer>,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let run = if state.len() <= 128 {
-            self.host.run(state).map_err(|e| rpc_error(&e))?
-        } else {
-            None
+        if !self.elicitation {
+            let why = "this server takes no answers to confirmations from its clients \
+                       (--no-elicitation): an operator decides every waiting run";
+            self.host.refused(&self.caller, tool, "resume", why);
+            return Err(ErrorData::invalid_params(why, None));
+        }
+        let answer = match confirm::decision_of_responses(responses) {
+            Decision::Approve => ClientAnswer::Approve,
+            Decision::Deny => ClientAnswer::Deny,
+            Decision::Undecided(why) => {
+                let run = self
+                    .host
+                    .peek_resume(state, &self.caller, tool)
+                    .map_err(|e| rpc_error(&e))?;
+                tracing::debug!(run = %run.run_id, "confirmation undecided: {why}");
+                return Ok(waiting_result(tool, &run.run_id, run.expires_at_ms));
+            }
+            Decision::Malformed(why) => {
+                let run = self
+                    .host
+                    .peek_resume(state, &self.caller, tool)
+                    .map_err(|e| rpc_error(&e))?;
+                self.host.refused(&self.caller, tool, "resume", &why);
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "{why}; run {} still waits: answer again with the same requestState",
+                        run.run_id
+                    ),
+                    None,
+                ));
+            }
         };
-        confirm::check_resumable(state, run.as_ref(), &self.caller, tool)?;
-        let run_id = state.to_string();
-        let tool = tool.to_string();
-        let expires_at_ms = run.and_then(|r| r.expires_at_ms);
-        let decision = confirm::decision_of_responses(responses);
-        Ok(self
-            .decide(&run_id, decision, context, progress, || {
-                waiting_result(&tool, &run_id, expires_at_ms)
-            })
-            .await)
+        let resumed = self
+            .host
+            .resume(
+                state,
+                &self.caller,
+                tool,
+                answer,
+                Some(context.ct.clone()),
+                progress,
+            )
+            .await
+            .map_err(|e| rpc_error(&e))?;
+        Ok(match resumed {
+            Resumed::Ran(report) => call_result(report),
+            Resumed::Denied(run) => denied_result(&run.run_id),
+        })
     }
 
-    /// Approves or denies `run_id` as the user answered; `waiting` is the
-    /// result when the answer decided nothing.
-    async fn decide(
+    /// What a call that waits for approval answers: the question to the
+    /// client's user where the caller's client may decide and the client
+    /// supports it, else the `waiting_approval` result.
+    async fn waiting(
         &self,
-        run_id: &str,
-        decision: Decision,
+        report: RunReport,
+        args: &Value,
         context: &RequestContext<RoleServer>,
         progress: Option<mpsc::UnboundedSender<Progress>>,
-        waiting: impl FnOnce() -> CallToolResult,
-    ) -> CallToolResult {
-        match decision {
-            Decision::Approve => match self
-                .host
-                .approve_with(run_id, Some(context.ct.clone()), progress)
-                .await
-            {
-                Ok(report) => call_result(report),
-                Err(e) => text_result(
-                    format!("not run: {e}"),
-                    Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
-                    true,
-                ),
-            },
-            Decision::Deny => match self.host.deny(run_id) {
-                Ok(_) => text_result(
-                    format!("denied: the user declined to run it (run {run_id})"),
-                    Some(json!({"status": "denied", "run_id": run_id})),
-                    true,
-                ),
-                Err(e) => text_result(
-                    format!("not run: {e}"),
-                    Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
-                    true,
-                ),
-            },
-            Decision::Undecided(why) => {
-                tracing::debug!(run = %run_id, "confirmation undecided: {why}");
-                waiting()
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mode = match self.host.client_may_decide(&self.caller) {
+            Ok(true) if self.elicitation => elicit_mode(context),
+            Ok(_) => ElicitMode::Unsupported,
+            Err(e) => return Err(rpc_error(&e)),
+        };
+        match mode {
+            ElicitMode::Unsupported => Ok(call_result(report).into()),
+            ElicitMode::InputRequired => {
+                let state = self
+                    .host
+                    .resume_state(&report.run_id, &self.caller)
+                    .map_err(|e| rpc_error(&e))?;
+                Ok(confirm::input_required(&report, args, state).into())
             }
+            ElicitMode::Request => Ok(self
+                .confirm_in_session(report, args, context, progress)
+                .await
+                .into()),
         }
     }
+}
+
+/// The `isError` result of a run the user's client denied.
+fn denied_result(run_id: &str) -> CallToolResult {
+    text_result(
+        format!("denied: the user declined to run it (run {run_id})"),
+        Some(json!({"status": "denied", "run_id": run_id})),
+        true,
+    )
+}
+
+/// The `isError` result of an answer that could not be carried out.
+fn not_run(run_id: &str, e: &dyn HostError) -> CallToolResult {
+    text_result(
+        format!("not run: {e}"),
+        Some(json!({"status": "not_run", "run_id": run_id, "error": e.to_string()})),
+        true,
+    )
 }
 
 /// A channel whose progress goes to the client as `notifications/progress`
@@ -546,17 +616,10 @@ impl ServerHandler for McpFront {
             .host
             .call(&self.caller, &name, args.clone(), &req)
             .await;
-        if report.outcome != Outcome::WaitingApproval || !self.elicitation {
+        if report.outcome != Outcome::WaitingApproval {
             return Ok(call_result(report).into());
         }
-        match elicit_mode(&context) {
-            ElicitMode::Unsupported => Ok(call_result(report).into()),
-            ElicitMode::InputRequired => Ok(confirm::input_required(&report, &args).into()),
-            ElicitMode::Request => Ok(self
-                .confirm_in_session(report, &args, &context, progress)
-                .await
-                .into()),
-        }
+        self.waiting(report, &args, &context, progress).await
     }
 
     async fn list_skills(
@@ -667,10 +730,17 @@ impl ServerHandler for McpFront {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let front = self.clone();
         let peer = context.peer;
+        let mut changes = self.host.changes();
         tokio::spawn(async move {
             let mut watch = ListWatch::new(&front);
             loop {
-                tokio::time::sleep(LIST_CHANGED_POLL).await;
+                // Woken by the host's one watcher, not a timer per session;
+                // a closed transport is noticed at the next change or on
+                // the keep-alive check below.
+                tokio::select! {
+                    r = changes.changed() => if r.is_err() { break },
+                    () = tokio::time::sleep(SESSION_CHECK) => {}
+                }
                 if peer.is_transport_closed() {
                     break;
                 }
@@ -707,10 +777,11 @@ impl ServerHandler for McpFront {
         let accepted = context.accepted().clone();
         let wants = |f: Option<bool>| f == Some(true);
         let mut watch = ListWatch::new(self);
+        let mut changes = self.host.changes();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
-                _ = tokio::time::sleep(LIST_CHANGED_POLL) => {}
+                r = changes.changed() => if r.is_err() { return Ok(()) },
             }
             let (tools, skills) = watch.changed(self);
             let sink = context.sink();

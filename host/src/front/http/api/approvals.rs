@@ -7,6 +7,7 @@ use super::blocking;
 use super::error::{ApiError, ErrorBody};
 use super::extract::PathArgs;
 use super::runs::{RunReportView, RunView};
+use crate::authority::Decider;
 use crate::front::http::{AdminAuth, AppState};
 use crate::state::runs::RunFilter;
 
@@ -56,7 +57,7 @@ pub(crate) async fn approve(
     State(st): State<AppState>,
     PathArgs(id): PathArgs<String>,
 ) -> Result<Json<RunReportView>, ApiError> {
-    let report = st.host().approve(&id).await?;
+    let report = st.host().approve_by(&id, &admin()).await?;
     Ok(Json(report.into()))
 }
 
@@ -79,5 +80,10 @@ pub(crate) async fn deny(
     PathArgs(id): PathArgs<String>,
 ) -> Result<Json<RunView>, ApiError> {
     let host = st.host().clone();
-    blocking(move || Ok(Json(host.deny(&id)?.into()))).await
+    blocking(move || Ok(Json(host.deny_by(&id, &admin())?.into()))).await
+}
+
+/// Decisions through the API are the admin token's.
+fn admin() -> Decider {
+    Decider::operator("admin-token")
 }

@@ -101,7 +101,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(servers::tools))
         .routes(routes!(servers::logs))
         .routes(routes!(personas::list, personas::add))
-        .routes(routes!(personas::remove))
+        .routes(routes!(personas::remove, personas::set))
         .routes(routes!(grants::get_mcp, grants::put_mcp))
         .routes(routes!(grants::get_skills, grants::put_skills))
         .routes(routes!(tools::persona_tools))

@@ -1,4 +1,4 @@
-//! Personas: list, create, remove.
+//! Personas: list, create, change settings, remove.
 
 use axum::Json;
 use axum::extract::State;
@@ -23,6 +23,9 @@ pub(crate) struct PersonaView {
     pub description: String,
     /// When it was created (Unix seconds).
     pub created_at: i64,
+    /// Whether its MCP client may answer the confirmation of its own calls
+    /// (off by default: an operator approves them).
+    pub client_approval: bool,
 }
 
 impl From<Persona> for PersonaView {
@@ -31,8 +34,19 @@ impl From<Persona> for PersonaView {
             id: p.id,
             description: p.description,
             created_at: p.created_at,
+            client_approval: p.client_approval,
         }
     }
+}
+
+/// A change of a persona's settings.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PersonaSettings {
+    /// Whether the persona's MCP client may answer the confirmation of its
+    /// own calls. Turn it on only for a client application that shows the
+    /// question to a person.
+    pub client_approval: Option<bool>,
 }
 
 /// A persona to create (granted nothing).
@@ -114,6 +128,36 @@ pub(crate) async fn add(
     .await
 }
 
+/// Changes a persona's settings (the fields given).
+#[utoipa::path(
+    patch,
+    path = "/personas/{persona_id}",
+    operation_id = "personas_set",
+    tag = "personas",
+    params(("persona_id" = String, Path, description = "The persona")),
+    request_body = PersonaSettings,
+    responses(
+        (status = 200, description = "The persona now", body = PersonaView),
+        (status = 400, description = "Not a valid persona id or setting", body = ErrorBody),
+        (status = 404, description = "No such persona", body = ErrorBody),
+    )
+)]
+pub(crate) async fn set(
+    _: AdminAuth,
+    State(st): State<AppState>,
+    PathArgs(id): PathArgs<String>,
+    JsonBody(input): JsonBody<PersonaSettings>,
+) -> Result<Json<PersonaView>, ApiError> {
+    let host = st.host().clone();
+    blocking(move || {
+        if let Some(on) = input.client_approval {
+            host.set_client_approval(&id, on)?;
+        }
+        Ok(Json(existing(&host, &id)?))
+    })
+    .await
+}
+
 /// Removes a persona with its grants and tokens.
 #[utoipa::path(
     delete,
@@ -133,7 +177,6 @@ pub(crate) async fn remove(
 ) -> Result<Json<Removed>, ApiError> {
     let host = st.host().clone();
     blocking(move || {
-        existing(&host, &id)?;
         host.remove_persona(&id)?;
         Ok(Json(Removed { removed: id }))
     })

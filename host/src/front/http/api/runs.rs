@@ -123,6 +123,9 @@ pub(crate) struct RunView {
     pub expires_at_ms: Option<i64>,
     /// How long the call took.
     pub duration_ms: Option<i64>,
+    /// Who decided the approval: `operator:admin-token`, `operator:cli`,
+    /// `client:<persona>`, or `expiry`.
+    pub decided_by: Option<String>,
 }
 
 impl From<RunRecord> for RunView {
@@ -142,6 +145,7 @@ impl From<RunRecord> for RunView {
             updated_at_ms: r.updated_at_ms,
             expires_at_ms: r.expires_at_ms,
             duration_ms: r.duration_ms,
+            decided_by: r.decided_by,
         }
     }
 }

@@ -1,0 +1,11 @@
+//! Attacks on `skillhost serve` and the CLI, one module per finding of the
+//! security review, each driving the real binary the way the attacker did.
+//! (The MCP client side's attacks are in the e2e crate's `attack` suite.)
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod client;
+mod private_files;
+mod self_approval;
+mod slow_connections;
