@@ -50,8 +50,9 @@ pub use authority::personas::valid_persona_id;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
-    CallRequest, Caller, ClientAnswer, DEFAULT_APPROVAL_TTL, Decider, Host, HostBuilder,
-    LIST_CHANGED_POLL, PersonaGrants, RunOutput, RunReport, SkillGrantView, SkillStatus,
+    CallRequest, Caller, ClientAnswer, DEFAULT_APPROVAL_TTL, Decider, EventPage, GcReport, Host,
+    HostBuilder, LIST_CHANGED_POLL, PersonaGrants, RunOutput, RunReport, SkillGrantView,
+    SkillStatus,
 };
 
 // Typed errors at the host's boundary.
@@ -61,7 +62,7 @@ pub use error::{
 };
 
 // The registry: tools, who provides them, who may see them.
-pub use registry::catalog::{SkillEntry, SkillSource};
+pub use registry::catalog::{SkillEntry, SkillIdentity, SkillSource};
 pub use registry::grants::{
     GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get,
     persona_grants_put, toggle_grant,
@@ -95,7 +96,8 @@ pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT,
     HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy,
-    LimitsRequest,
+    LimitsRequest, MCP_MAX_LISTEN_STREAMS, MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER,
+    MCP_SESSION_IDLE,
 };
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
@@ -108,7 +110,7 @@ pub use state::DB_FILE;
 pub use state::data_dir::{SETTINGS_FILE, Settings};
 pub use state::personas::Persona;
 pub use state::refs::RefInfo;
-pub use state::runs::{Approval, HostEvent, Outcome, RunFilter, RunRecord};
+pub use state::runs::{Approval, HostEvent, Outcome, RunFilter, RunPage, RunRecord};
 pub use state::skills::{InstalledRecord, TrustedKey};
 pub use state::tokens::TokenInfo;
 
@@ -118,7 +120,7 @@ pub use upstream::{Enabled, PinStatus};
 
 // Fronts: MCP over stdio or HTTP, and the operator's HTTP API.
 pub use front::http::{
-    AdminAuth, AppState, ConnectionLimits, DEFAULT_GRACE, HttpServer, HttpServerBuilder,
-    OriginPolicy, api_router, raise_open_files_limit,
+    AdminAuth, AppState, DEFAULT_GRACE, HttpLimits, HttpServer, HttpServerBuilder, OriginPolicy,
+    api_router, raise_open_files_limit,
 };
 pub use front::mcp::McpFront;

@@ -92,6 +92,18 @@ pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// and a parked task, no timer: one watcher wakes them all on a change.
 pub const MCP_MAX_LISTEN_STREAMS: usize = 2048;
 
+/// The largest arguments (as JSON text) a call that waits for approval may
+/// have: 64 KiB. They are kept in the database until decided and listed to
+/// the operator in full; a tool that takes more takes a ref. Beyond it the
+/// call is refused, not queued.
+pub const MAX_WAITING_ARGS_BYTES: usize = 64 << 10;
+
+/// Calls one caller (a persona, or the operator) may have waiting for
+/// approval at once: 32, more than an operator reviews in one sitting.
+/// Beyond it the call is refused, not queued, so a caller cannot fill the
+/// database or the operator's queue.
+pub const MAX_PENDING_PER_CALLER: usize = 32;
+
 /// The limits one call runs under.
 ///
 /// `Limits::default()` is: 64 MiB memory, 10 s deadline, 10¹⁰ fuel,

@@ -570,10 +570,50 @@ fn unsigned_bundle_needs_allow_untrusted_and_is_recorded_untrusted() {
             "--allow-untrusted",
         ],
     );
-    host.installed_ok(&bundle, &["--allow-untrusted"]);
+    host.installed_ok(&bundle, &["--allow-untrusted", "--replace-builtin"]);
     let e = host.listed(SKILL).expect("listed");
     assert_eq!(e["trusted"], false);
     assert_eq!(e["signer"], serde_json::Value::Null);
+}
+
+/// Name squatting: an untrusted bundle named like a built-in would take the
+/// built-in's place. It is refused unless the operator says
+/// --replace-builtin, and `why` then says the built-in is shadowed.
+#[test]
+fn an_untrusted_bundle_named_like_a_builtin_needs_replace_builtin() {
+    let host = Host::new();
+    let bundle = pack("1.0.0", None);
+    install_refused(
+        &host,
+        &bundle,
+        &["--allow-untrusted"],
+        &[
+            "json-tools@1.0.0",
+            "`json-tools` is the name of a built-in skill",
+            "--replace-builtin",
+        ],
+    );
+    // Nothing shadows the built-in: it is listed and no managed copy is.
+    assert!(host.listed(SKILL).is_none());
+    host.installed_ok(&bundle, &["--allow-untrusted", "--replace-builtin"]);
+    let o = host.run(&["personas", "add", "ana"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = host.run(&["grants", "skill", "ana", "json-tools", "on"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = host.run(&["why", "--persona", "ana", "json.query", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("why is JSON");
+    let text = report.to_string();
+    assert!(
+        text.contains("shadows the built-in skill")
+            && text.contains("skillhost uninstall json-tools"),
+        "{report}"
+    );
+    // A trusted install of the same name needs no flag: the operator trusts
+    // its signer.
+    let alice = Publisher::new();
+    let trusted = Host::trusting(&alice);
+    trusted.installed_ok(&pack("1.0.0", Some(&alice)), &[]);
 }
 
 #[test]
@@ -587,7 +627,7 @@ fn unknown_key_needs_allow_untrusted_and_is_recorded_untrusted() {
         &[],
         &[&format!("its signer key `{}` is not trusted", mallory.id())],
     );
-    host.installed_ok(&bundle, &["--allow-untrusted"]);
+    host.installed_ok(&bundle, &["--allow-untrusted", "--replace-builtin"]);
     let e = host.listed(SKILL).expect("listed");
     assert_eq!(e["trusted"], false);
     assert_eq!(e["signer"], mallory.id());
@@ -637,7 +677,7 @@ fn another_publisher_needs_to_be_trusted_for_the_skill() {
     install_refused(
         &host,
         &pack("1.2.0", None),
-        &["--allow-untrusted"],
+        &["--allow-untrusted", "--replace-builtin"],
         &["this one by no key"],
     );
     host.trust(&bob, "bob", Some(SKILL));
@@ -862,7 +902,12 @@ fn statement_names_a_trusted_key_but_another_key_signed() {
     );
     // Even with --allow-untrusted: a bad signature by a known key is not
     // "untrusted", it is forged.
-    install_refused(&host, &forged, &["--allow-untrusted"], &["invalid"]);
+    install_refused(
+        &host,
+        &forged,
+        &["--allow-untrusted", "--replace-builtin"],
+        &["invalid"],
+    );
     verify_refused(&host, &forged, &["signature does not verify"]);
 }
 
@@ -883,7 +928,7 @@ fn signature_and_signer_must_come_together() {
     install_refused(
         &host,
         &zip_entries(&e),
-        &["--allow-untrusted"],
+        &["--allow-untrusted", "--replace-builtin"],
         &[&format!(
             "entry `.skillhost/statement.json`: names signer `{}` but the bundle has no signature",
             alice.id()
@@ -895,7 +940,7 @@ fn signature_and_signer_must_come_together() {
     install_refused(
         &host,
         &zip_entries(&e),
-        &["--allow-untrusted"],
+        &["--allow-untrusted", "--replace-builtin"],
         &["entry `.skillhost/signature`: a signature without a signer in the statement"],
     );
     // A signature that is not base64.
@@ -1664,4 +1709,98 @@ fn unicode_path_extra_field_renaming_an_entry() {
         });
         refused_everywhere(&b, words);
     }
+}
+
+/// The tool names `persona` sees (`tools list --persona P --json`).
+fn visible_tools(host: &Host, persona: &str) -> Vec<String> {
+    let o = host.run(&["tools", "list", "--persona", persona, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("tools list is JSON");
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The `grants` step of `why --persona P json.query`.
+fn why_grants(host: &Host, persona: &str) -> serde_json::Value {
+    let o = host.run(&["why", "--persona", persona, "json.query", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("why is JSON");
+    v["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["step"] == "grants")
+        .cloned()
+        .expect("a grants step")
+}
+
+/// A grant is bound to the skill it was given to (name and signer): it
+/// survives an upgrade by the same signer, and is suspended (not applied)
+/// when the name is later held by another skill, after an uninstall, until
+/// the operator grants again. `why` and `grants show` say so.
+#[test]
+fn a_grant_does_not_pass_to_another_skill_of_the_same_name() {
+    let alice = Publisher::new();
+    let mallory = Publisher::new();
+    let host = Host::trusting(&alice);
+    host.installed_ok(&pack("1.0.0", Some(&alice)), &[]);
+    let o = host.run(&["personas", "add", "ana"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = host.run(&["grants", "skill", "ana", SKILL, "on"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(visible_tools(&host, "ana").contains(&"json.query".to_string()));
+
+    // An upgrade by the same signer keeps the grant.
+    host.installed_ok(&pack("1.1.0", Some(&alice)), &[]);
+    assert!(visible_tools(&host, "ana").contains(&"json.query".to_string()));
+
+    // Uninstalled: the built-in json-tools is back, which is not what ana
+    // was granted.
+    let o = host.run(&["uninstall", SKILL]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!visible_tools(&host, "ana").contains(&"json.query".to_string()));
+    let g = why_grants(&host, "ana");
+    assert_eq!(g["ok"], false, "{g}");
+    let d = g["detail"].as_str().unwrap_or_default();
+    assert!(
+        d.contains("suspended")
+            && d.contains(&alice.id())
+            && d.contains("the built-in skill")
+            && d.contains("skillhost grants skill ana json-tools on"),
+        "{d}"
+    );
+
+    // Another publisher, trusted for other reasons, installs a skill of the
+    // same name: ana's grant does not pass to it.
+    host.trust(&mallory, "mallory", None);
+    host.installed_ok(&pack("2.0.0", Some(&mallory)), &[]);
+    assert!(!visible_tools(&host, "ana").contains(&"json.query".to_string()));
+    let d = why_grants(&host, "ana")["detail"].to_string();
+    assert!(d.contains(&alice.id()) && d.contains(&mallory.id()), "{d}");
+    let o = host.run(&["grants", "show", "ana", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let row = shown["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .find(|s| s["name"] == SKILL)
+        .cloned()
+        .expect("json-tools listed");
+    assert_eq!(row["granted"], false, "{row}");
+    assert!(
+        row["suspended"]
+            .as_str()
+            .is_some_and(|s| s.contains(&alice.id())),
+        "{row}"
+    );
+
+    // The operator grants again: now bound to mallory's skill.
+    let o = host.run(&["grants", "skill", "ana", SKILL, "on"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(visible_tools(&host, "ana").contains(&"json.query".to_string()));
+    assert_eq!(why_grants(&host, "ana")["ok"], true);
 }

@@ -554,8 +554,17 @@ async fn bundles_install_by_upload_then_enable_disable_trust_uninstall() {
     let (status, body) = api.upload("/api/skills", bytes.clone()).await;
     assert_eq!(status, 400, "{body}");
     assert!(error_of(&body).contains("allow-untrusted"), "{body}");
+    // Untrusted under a built-in's name: refused unless that is meant.
     let (status, body) = api
         .upload("/api/skills?allow_untrusted=true", bytes.clone())
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(error_of(&body).contains("replace_builtin=true"), "{body}");
+    let (status, body) = api
+        .upload(
+            "/api/skills?allow_untrusted=true&replace_builtin=true",
+            bytes.clone(),
+        )
         .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["name"], "json-tools");
@@ -565,7 +574,10 @@ async fn bundles_install_by_upload_then_enable_disable_trust_uninstall() {
     assert_eq!(body["skill"]["source"], "managed");
     assert_eq!(body["skill"]["state"], "untrusted");
     let (status, body) = api
-        .upload("/api/skills?allow_untrusted=true", bytes.clone())
+        .upload(
+            "/api/skills?allow_untrusted=true&replace_builtin=true",
+            bytes.clone(),
+        )
         .await;
     assert_eq!(status, 409, "{body}");
     assert!(error_of(&body).contains("already installed"), "{body}");

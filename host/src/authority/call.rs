@@ -10,10 +10,10 @@
 //!
 //! Each step that can stop a call says why with a [`Stop`]; the run records
 //! its outcome and message. What a skill reaches from inside a call
-//! (`invoke`, `read-ref`) is at the end: `invoke` re-enters this same path,
-//! as the same caller.
+//! (`invoke`, `read-ref`) is in `super::invoke`: `invoke` re-enters this
+//! same path, as the same caller.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -21,16 +21,14 @@ use serde_json::Value;
 use skillhost_mcp::CallToolResult;
 use tokio_util::sync::CancellationToken;
 
+use super::invoke::{CallRefs, HostInvoker};
 use super::{Host, HostInner, lock};
 use crate::authority::handoff::{HandoffError, StructuredHandoff};
 use crate::authority::metrics::{CallKind, CallOutcome};
 use crate::error::{RefError, ServerError};
-use crate::limits::LimitsRequest;
+use crate::limits::{self, LimitsRequest};
 use crate::registry::{Entry, Provider, Registry};
-use crate::sandbox::{
-    CallFailure, CallOptions, InvokeFuture, InvokeRequest, Invoker, RefReader, ToolError,
-    TrapReason,
-};
+use crate::sandbox::{CallFailure, CallOptions, Invoker, RefReader, ToolError, TrapReason};
 use crate::skill::{Skill, SkillError};
 use crate::state::refs::RefBlobs;
 use crate::state::runs::{Approval, HostEvent, Outcome, RunRow, new_run_id, now_ms};
@@ -383,6 +381,21 @@ enum Stop {
     /// The caller cancelled the call.
     #[error("cancelled by the caller")]
     Cancelled,
+    /// Arguments too large to keep while the call waits for approval.
+    #[error(
+        "the arguments of `{tool}` ({bytes} bytes) are too large to keep while the call waits \
+         for approval (at most {max} bytes): pass large input as a ref (`skillhost refs add \
+         FILE`)",
+        max = limits::MAX_WAITING_ARGS_BYTES
+    )]
+    WaitingArgs { tool: String, bytes: usize },
+    /// The caller has as many calls waiting for approval as it may.
+    #[error(
+        "{caller} has {count} calls waiting for approval, the most it may have \
+         (at most {max}): wait for an operator to decide them, or for them to expire",
+        max = limits::MAX_PENDING_PER_CALLER
+    )]
+    TooManyWaiting { caller: String, count: u64 },
 }
 
 impl Stop {
@@ -549,6 +562,26 @@ impl HostInner {
     }
 
     fn wait_for_approval(&self, run: Pending, args: &Value) -> RunReport {
+        let args_text = args.to_string();
+        if args_text.len() > limits::MAX_WAITING_ARGS_BYTES {
+            let stop = Stop::WaitingArgs {
+                tool: run.tool.clone(),
+                bytes: args_text.len(),
+            };
+            return self.finish(run, stop.into());
+        }
+        let persona = run.caller.persona_id();
+        match lock(&self.store).pending_count_of(persona, now_ms()) {
+            Ok(n) if n >= limits::MAX_PENDING_PER_CALLER as u64 => {
+                let stop = Stop::TooManyWaiting {
+                    caller: persona.unwrap_or("the operator").to_string(),
+                    count: n,
+                };
+                return self.finish(run, stop.into());
+            }
+            Ok(_) => {}
+            Err(e) => return self.finish(run, Stop::Record(e).into()),
+        }
         let expires = run.created_at_ms + self.approval_ttl.as_millis() as i64;
         let row = RunRow {
             run_id: run.run_id.clone(),
@@ -558,7 +591,7 @@ impl HostInner {
             server: run.server(),
             outcome: Outcome::WaitingApproval,
             approval: Some(Approval::Pending),
-            args: Some(args.to_string()),
+            args: Some(args_text),
             input_refs: run.input_refs.clone(),
             error: None,
             created_at_ms: run.created_at_ms,
@@ -893,99 +926,4 @@ fn authorize(
         return Err((Refusal::Disabled(why.clone()), provider));
     }
     Ok(entry)
-}
-
-/// What `host.invoke` reaches from a skill running inside a host call: the
-/// same path as any call, as the same caller, limited to the calling
-/// skill's `tool_names`.
-struct HostInvoker {
-    host: Weak<HostInner>,
-    caller: Caller,
-    run_id: String,
-    skill: String,
-}
-
-impl HostInvoker {
-    /// The invoker for run `run` of skill `skill`.
-    fn new(host: &Arc<HostInner>, run: &Pending, skill: &str) -> HostInvoker {
-        HostInvoker {
-            host: Arc::downgrade(host),
-            caller: run.caller.clone(),
-            run_id: run.run_id.clone(),
-            skill: skill.to_string(),
-        }
-    }
-}
-
-impl Invoker for HostInvoker {
-    fn invoke(&self, req: InvokeRequest) -> InvokeFuture {
-        let host = self.host.upgrade();
-        let caller = self.caller.clone();
-        let parent = Parent {
-            run_id: self.run_id.clone(),
-            skill: self.skill.clone(),
-            depth: req.depth,
-            deadline: req.deadline,
-        };
-        Box::pin(async move {
-            let Some(host) = host else {
-                return Err(ToolError::Failed("the host is shutting down".into()));
-            };
-            let args: Value = serde_json::from_str(&req.arguments_json).map_err(|e| {
-                ToolError::InvalidInput(format!("arguments for `{}` are not JSON: {e}", req.tool))
-            })?;
-            let report = Box::pin(host.call(
-                &caller,
-                &req.tool,
-                args,
-                &CallRequest::default(),
-                Some(parent),
-                None,
-            ))
-            .await;
-            let message = report.error.unwrap_or_default();
-            match report.outcome {
-                Outcome::Ok => Ok(report
-                    .output
-                    .map(|o| o.to_value())
-                    .unwrap_or(Value::Null)
-                    .to_string()),
-                Outcome::Denied => Err(ToolError::Denied(message)),
-                _ => Err(ToolError::Failed(message)),
-            }
-        })
-    }
-}
-
-/// What `host.read-ref` reads in one call: only the refs passed to it.
-struct CallRefs {
-    allowed: Vec<String>,
-    host: Weak<HostInner>,
-}
-
-impl CallRefs {
-    /// The refs `allowed` of one call.
-    fn new(host: &Arc<HostInner>, allowed: &[String]) -> CallRefs {
-        CallRefs {
-            allowed: allowed.to_vec(),
-            host: Arc::downgrade(host),
-        }
-    }
-}
-
-impl RefReader for CallRefs {
-    fn read(&self, reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolError> {
-        if !self.allowed.iter().any(|r| r == reference) {
-            return Err(ToolError::Denied(format!(
-                "reference `{}` was not passed to this call",
-                crate::escape::escape_control(reference, 128, false)
-            )));
-        }
-        let Some(host) = self.host.upgrade() else {
-            return Err(ToolError::Failed("the host is shutting down".into()));
-        };
-        host.refs
-            .read_at(reference, offset, len)
-            .map_err(|e| ToolError::Failed(format!("{e:#}")))
-    }
 }

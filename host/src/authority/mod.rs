@@ -30,7 +30,10 @@ use redaction::{redact, secret_forms};
 
 mod builder;
 mod call;
+mod changes;
+pub use changes::LIST_CHANGED_POLL;
 pub(crate) mod handoff;
+mod invoke;
 pub(crate) mod metrics;
 pub(crate) mod personas;
 mod redaction;
@@ -44,7 +47,7 @@ pub use builder::{DEFAULT_APPROVAL_TTL, HostBuilder};
 pub use call::{CallRequest, Caller, RunOutput, RunReport};
 pub use personas::{PersonaGrants, SkillGrantView};
 pub(crate) use runs::Resumed;
-pub use runs::{ClientAnswer, Decider};
+pub use runs::{ClientAnswer, Decider, EventPage, GcReport};
 pub use skills::SkillStatus;
 
 struct Seen {
@@ -107,62 +110,6 @@ impl std::fmt::Debug for Host {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// How often the change watcher looks for a new state (another process's
-/// change is noticed within this): 500 ms, one cheap `PRAGMA data_version`
-/// per look for the whole host, however many clients listen.
-pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
-
-impl Host {
-    /// A receiver that sees a new value whenever the host's state changes
-    /// (grants, personas, skills, MCP servers and their tools), in this
-    /// process or another, within [`LIST_CHANGED_POLL`]. One watcher task
-    /// serves every receiver; it stops when the last receiver is gone.
-    /// Needs a tokio runtime.
-    ///
-    /// ```no_run
-    /// # async fn f(host: skillhost::Host) {
-    /// let mut changes = host.changes();
-    /// while changes.changed().await.is_ok() { println!("the tools may have changed"); }
-    /// # }
-    /// ```
-    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        let rx = self.inner.changes.subscribe();
-        let mut watching = lock(&self.inner.watching);
-        if !*watching {
-            *watching = true;
-            let weak = Arc::downgrade(&self.inner);
-            tokio::spawn(async move {
-                let mut last = weak.upgrade().and_then(|h| h.last_read());
-                loop {
-                    tokio::time::sleep(LIST_CHANGED_POLL).await;
-                    let Some(inner) = weak.upgrade() else { return };
-                    if inner.changes.receiver_count() == 0 {
-                        let mut watching = lock(&inner.watching);
-                        // A receiver may have subscribed meanwhile.
-                        if inner.changes.receiver_count() == 0 {
-                            *watching = false;
-                            return;
-                        }
-                        drop(watching);
-                    }
-                    let now = match inner.registry() {
-                        Ok(r) => r,
-                        Err(e) => {
-                            tracing::debug!("cannot read the host state: {e:#}");
-                            continue;
-                        }
-                    };
-                    if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &now)) {
-                        last = Some(now);
-                        inner.changes.send_modify(|v| *v = v.wrapping_add(1));
-                    }
-                }
-            });
-        }
-        rx
-    }
 }
 
 impl HostInner {
@@ -262,7 +209,7 @@ impl HostInner {
         } else {
             settings.specialists.clone()
         };
-        Ok(Registry::build(Inputs {
+        let reg = Registry::build(Inputs {
             skills,
             mcp,
             mcp_tools,
@@ -270,7 +217,16 @@ impl HostInner {
             skill_grants,
             specialists,
             source_problems,
-        }))
+        });
+        // Grants from before identities were recorded are bound to the
+        // skill present now, once.
+        if !reg.unbound.is_empty() {
+            let store = lock(&self.store);
+            for (persona, skill, identity) in &reg.unbound {
+                store.bind_legacy_grant(persona, skill, &identity.stored())?;
+            }
+        }
+        Ok(reg)
     }
 
     fn redact(&self, text: &str) -> String {

@@ -29,14 +29,15 @@ pub struct PersonaGrants {
     pub persona: String,
     /// Each MCP server: `name`, `global`, `authorized`.
     pub mcp: Vec<PersonaGrantView>,
-    /// Each skill: `name`, `granted`.
+    /// Each skill: `name`, `granted`, and `suspended` when the persona's
+    /// grant of that name was given to another skill.
     pub skills: Vec<SkillGrantView>,
 }
 
 /// One skill in a persona's grants.
 ///
 /// ```
-/// let v = skillhost::SkillGrantView { name: "text-tools".into(), granted: true };
+/// let v = skillhost::SkillGrantView { name: "text-tools".into(), granted: true, suspended: None };
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkillGrantView {
@@ -44,6 +45,11 @@ pub struct SkillGrantView {
     pub name: String,
     /// Whether the persona is granted it.
     pub granted: bool,
+    /// Set when the persona was granted a skill of that name that is not
+    /// the one installed now: who the grant was given to. The grant is not
+    /// in force until it is given again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<String>,
 }
 
 impl Host {
@@ -207,13 +213,20 @@ impl Host {
                 &format!("`skillhost personas add {persona}` creates it"),
             ));
         }
-        if on && !reg.skills.contains_key(skill) {
-            return Err(PersonaError::NotFound(format!(
-                "no skill named `{skill}` (skills: {})",
-                reg.skills.keys().cloned().collect::<Vec<_>>().join(", ")
-            )));
-        }
-        let changed = lock(&self.inner.store).set_skill_grant(persona, skill, on)?;
+        let changed = if on {
+            let Some(info) = reg.skills.get(skill) else {
+                return Err(PersonaError::NotFound(format!(
+                    "no skill named `{skill}` (skills: {})",
+                    reg.skills.keys().cloned().collect::<Vec<_>>().join(", ")
+                )));
+            };
+            // Bound to the skill of that name now; a suspended grant is
+            // rebound to it.
+            let identity = info.entry.identity().stored();
+            lock(&self.inner.store).grant_skill(persona, skill, &identity)?
+        } else {
+            lock(&self.inner.store).revoke_skill(persona, skill)?
+        };
         self.inner.changed();
         Ok(changed)
     }
@@ -248,6 +261,11 @@ impl Host {
                 .map(|name| SkillGrantView {
                     name: name.clone(),
                     granted: granted.is_some_and(|g| g.contains(name)),
+                    suspended: reg
+                        .suspended
+                        .get(persona)
+                        .and_then(|s| s.get(name))
+                        .cloned(),
                 })
                 .collect(),
         })

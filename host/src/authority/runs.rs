@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{CallRequest, Caller, Host, HostInner, RunReport, lock};
 use crate::error::{ApprovalError, RefError, StateError};
 use crate::state::refs::{RefBlobs, RefInfo};
-use crate::state::runs::{Approval, HostEvent, Outcome, RunFilter, RunRecord, now_ms};
+use crate::state::runs::{Approval, HostEvent, Outcome, RunFilter, RunPage, RunRecord, now_ms};
 
 impl HostInner {
     /// Marks every pending run past its expiry as expired (at build and
@@ -468,6 +468,88 @@ impl Host {
         });
     }
 
+    /// One page of runs matching `filter`, newest first, and the cursor of
+    /// the next page (pass it back as `filter.cursor`).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// let page = host.run_page(&skillhost::RunFilter { limit: 50, ..Default::default() })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn run_page(&self, filter: &RunFilter) -> Result<RunPage, StateError> {
+        self.flush();
+        self.inner.expire_pending();
+        Ok(lock(&self.inner.store).run_page(filter)?)
+    }
+
+    /// One page of recorded events, newest first: at most `limit`, older
+    /// than `cursor` (the `next` of the page before).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// let page = host.event_page(100, None)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn event_page(&self, limit: usize, cursor: Option<&str>) -> Result<EventPage, StateError> {
+        self.flush();
+        let before = cursor.and_then(|c| c.parse::<i64>().ok());
+        let mut rows = lock(&self.inner.store).event_page(limit + 1, before)?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next = more
+            .then(|| rows.last().map(|(id, _)| id.to_string()))
+            .flatten();
+        Ok(EventPage {
+            events: rows.into_iter().map(|(_, e)| e).collect(),
+            next,
+        })
+    }
+
+    /// Forgets what is older than `older_than`: decided runs (never one
+    /// that waits or runs), events, and ref blobs no remaining run names;
+    /// then gives the freed space back to the file system.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// let done = host.gc(std::time::Duration::from_secs(30 * 86_400))?;
+    /// println!("{} runs, {} events, {} refs", done.runs, done.events, done.refs);
+    /// # Ok(()) }
+    /// ```
+    pub fn gc(&self, older_than: std::time::Duration) -> Result<GcReport, StateError> {
+        self.flush();
+        let size = || {
+            ["", "-wal"]
+                .iter()
+                .filter_map(|ext| {
+                    std::fs::metadata(
+                        self.inner
+                            .root
+                            .join(format!("{}{ext}", crate::state::DB_FILE)),
+                    )
+                    .ok()
+                })
+                .map(|m| m.len())
+                .sum::<u64>()
+        };
+        let before = size();
+        let cutoff =
+            now_ms().saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+        let forgotten = lock(&self.inner.store).forget_before(cutoff)?;
+        for id in &forgotten.refs {
+            if let Err(e) = self.inner.refs.remove(id) {
+                tracing::warn!("cannot remove ref blob {id}: {e:#}");
+            }
+        }
+        lock(&self.inner.store).reclaim()?;
+        Ok(GcReport {
+            runs: forgotten.runs,
+            events: forgotten.events,
+            refs: forgotten.refs.len(),
+            db_bytes_before: before,
+            db_bytes_after: size(),
+        })
+    }
+
     /// Runs, newest first.
     ///
     /// ```no_run
@@ -609,4 +691,40 @@ pub(crate) enum Resumed {
 fn digest(nonce: &str) -> String {
     use sha2::{Digest, Sha256};
     hex::encode(Sha256::digest(nonce.as_bytes()))
+}
+
+/// One page of recorded events and the cursor of the next one.
+///
+/// ```no_run
+/// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+/// let page = host.event_page(10, None)?;
+/// println!("{} events, more: {}", page.events.len(), page.next.is_some());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EventPage {
+    /// The events, newest first.
+    pub events: Vec<HostEvent>,
+    /// The cursor of the next page, if there are more.
+    pub next: Option<String>,
+}
+
+/// What [`Host::gc`] forgot, and the database's size before and after.
+///
+/// ```
+/// let r = skillhost::GcReport::default();
+/// assert_eq!(r.runs, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GcReport {
+    /// Runs deleted.
+    pub runs: usize,
+    /// Events deleted.
+    pub events: usize,
+    /// Ref blobs deleted.
+    pub refs: usize,
+    /// The database's bytes (with its write-ahead log) before.
+    pub db_bytes_before: u64,
+    /// And after.
+    pub db_bytes_after: u64,
 }

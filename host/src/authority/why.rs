@@ -182,6 +182,14 @@ impl Host {
                     ),
                     Some(SkillState::Invalid { error }) => (false, format!("skill `{name}` is invalid: {error}")),
                 };
+                let detail = match info.map(|i| &i.entry) {
+                    Some(e) if e.shadows.iter().any(|s| s.starts_with("builtin:")) => format!(
+                        "{detail}; this {} copy shadows the built-in skill of that name \
+                         (`skillhost uninstall {name}` brings the built-in back)",
+                        e.source.as_str()
+                    ),
+                    _ => detail,
+                };
                 steps.push(step("server", ok, detail));
             }
         }
@@ -273,6 +281,21 @@ impl Host {
                             "grants",
                             true,
                             format!("skill `{name}` is granted to `{persona}`"),
+                        )
+                    } else if let Some(who) = reg.suspended.get(persona).and_then(|s| s.get(name)) {
+                        let now = reg
+                            .skills
+                            .get(name)
+                            .map(|i| i.entry.identity().to_string())
+                            .unwrap_or_default();
+                        step(
+                            "grants",
+                            false,
+                            format!(
+                                "the grant of skill `{name}` to `{persona}` is suspended: it was \
+                                 given to {who}, and `{name}` is now {now}; \
+                                 `skillhost grants skill {persona} {name} on` grants this one"
+                            ),
                         )
                     } else {
                         step(

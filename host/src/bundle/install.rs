@@ -46,6 +46,9 @@ pub struct InstallOptions {
     pub allow_untrusted: bool,
     /// Accept a version lower than one already installed.
     pub allow_downgrade: bool,
+    /// Accept a skill named like a built-in skill, which it then shadows
+    /// (the built-in's tools are gone while the install is there).
+    pub replace_builtin: bool,
 }
 
 /// What an install did.
@@ -277,6 +280,22 @@ pub(crate) async fn install(
         };
         return Err(err(format!(
             "{label}: refused because {why}; add the publisher's key with `skillhost trust add`, or install with --allow-untrusted (it is then visible to no persona until `skillhost skills trust {}`)",
+            st.name
+        )));
+    }
+
+    // An untrusted bundle under a built-in's name would take its place
+    // (and, untrusted, leave its tools to nobody).
+    if !trusted
+        && !options.replace_builtin
+        && crate::skill::builtin::builtin_skills()
+            .iter()
+            .any(|b| b.name == st.name)
+    {
+        return Err(err(format!(
+            "{label}: refused because `{}` is the name of a built-in skill, which this untrusted \
+             install would shadow (its tools would be this bundle's); install with \
+             --replace-builtin (API: replace_builtin=true) to mean it",
             st.name
         )));
     }

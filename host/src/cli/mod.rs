@@ -113,6 +113,10 @@ enum Command {
         /// Accept a version lower than an installed one.
         #[arg(long)]
         allow_downgrade: bool,
+        /// Accept a skill named like a built-in skill, which it then
+        /// shadows.
+        #[arg(long)]
+        replace_builtin: bool,
     },
     /// Uninstall NAME (every version) or NAME@VERSION.
     Uninstall {
@@ -149,6 +153,17 @@ enum Command {
     /// Bearer tokens for `serve --http`, each acting as one persona.
     #[command(subcommand)]
     Tokens(tokens::TokensCommand),
+    /// Forget what is older than a given age: decided runs (never one that
+    /// waits or runs), events, and ref blobs no remaining run names; then
+    /// give the space back to the file system.
+    Gc {
+        /// The age: a number and a unit, `s`, `m`, `h` or `d` (`30d`).
+        #[arg(long, value_name = "AGE", value_parser = parse_age)]
+        older_than: std::time::Duration,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Why can't this persona use that tool? Walks server → registry →
     /// grants → runs → approvals → server log and names the first broken
     /// link.
@@ -348,6 +363,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             file,
             allow_untrusted,
             allow_downgrade,
+            replace_builtin,
         } => {
             skills::install(
                 &cli.data_dir,
@@ -355,6 +371,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
                 skillhost::InstallOptions {
                     allow_untrusted,
                     allow_downgrade,
+                    replace_builtin,
                 },
             )
             .await
@@ -374,7 +391,44 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             tool,
             json,
         } => tools::why(&cli.data_dir, &persona, &tool, json).await,
+        Command::Gc { older_than, json } => {
+            let host = open_host(&cli.data_dir).await?;
+            let done = host.gc(older_than);
+            host.shutdown().await;
+            let done = done?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&done)?);
+            } else {
+                println!(
+                    "forgot {} runs, {} events, {} refs; database {} → {} bytes",
+                    done.runs, done.events, done.refs, done.db_bytes_before, done.db_bytes_after
+                );
+            }
+            Ok(())
+        }
     }
+}
+
+/// An age like `30d`, `12h`, `90m` or `0s`.
+pub(crate) fn parse_age(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let unit_at = s
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("`{s}`: give a unit, e.g. `30d` (s, m, h or d)"))?;
+    let (n, unit) = s.split_at(unit_at);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("`{s}`: not a number followed by s, m, h or d"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{s}`: the unit is s, m, h or d")),
+    };
+    n.checked_mul(secs)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("`{s}` is too long"))
 }
 
 /// The host for this data dir (MCP servers on demand).

@@ -177,11 +177,14 @@ pub(super) async fn grants(data_dir: &Path, cmd: GrantsCommand) -> anyhow::Resul
                 }
                 println!("skills:");
                 for s in &g.skills {
-                    println!(
-                        "  {:<24} {}",
-                        s.name,
-                        if s.granted { "granted" } else { "-" }
-                    );
+                    match (&s.suspended, s.granted) {
+                        (Some(who), _) => println!(
+                            "  {:<24} suspended (given to {who}; `skillhost grants skill {} {} on` grants this one)",
+                            s.name, g.persona, s.name
+                        ),
+                        (None, true) => println!("  {:<24} granted", s.name),
+                        (None, false) => println!("  {:<24} -", s.name),
+                    }
                 }
             }
         }

@@ -23,6 +23,9 @@ pub(super) enum RunsCommand {
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Go on from an earlier page (the cursor it printed on stderr).
+        #[arg(long)]
+        cursor: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -99,17 +102,23 @@ pub(super) async fn runs(
             tool,
             pending,
             limit,
+            cursor,
             json,
         } => {
             let operator_only = persona.as_deref() == Some("operator");
-            let runs = host.runs(&RunFilter {
+            let page = host.run_page(&RunFilter {
                 persona: persona.filter(|p| p != "operator"),
                 operator_only,
                 tool,
                 pending_only: pending,
                 outcome: None,
                 limit,
+                cursor,
             })?;
+            let runs = page.runs;
+            if let Some(next) = &page.next {
+                eprintln!("more runs: `--cursor {next}` lists the next page");
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&runs)?);
             } else if runs.is_empty() {

@@ -63,6 +63,29 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "N", requires = "http",
           default_value_t = skillhost::HTTP_MAX_CONNECTIONS_PER_PEER)]
     max_connections_per_peer: usize,
+    /// HTTP: legacy MCP sessions open at once, in all.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::MCP_MAX_SESSIONS)]
+    max_sessions: usize,
+    /// HTTP: legacy MCP sessions open at once for one persona (or the
+    /// operator).
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::MCP_MAX_SESSIONS_PER_CALLER)]
+    max_sessions_per_caller: usize,
+    /// HTTP: how long an MCP session may see no request before it ends, in
+    /// seconds.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = skillhost::MCP_SESSION_IDLE.as_secs())]
+    session_idle_secs: u64,
+    /// HTTP: listening streams (notifications) open at once, in all.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::MCP_MAX_LISTEN_STREAMS)]
+    max_listen_streams: usize,
+    /// Forget, every hour, what is older than AGE (as `skillhost gc
+    /// --older-than AGE` does: decided runs, events, unreferenced ref
+    /// blobs). Off by default: nothing is deleted unless asked.
+    #[arg(long, value_name = "AGE", value_parser = super::parse_age)]
+    retention: Option<Duration>,
     /// Never ask the MCP client's user to confirm a call (elicitation):
     /// calls that need confirmation then always wait for an operator
     /// (`skillhost runs approve`).
@@ -82,6 +105,11 @@ pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()
     // handlers were registered would end the process at once, without the
     // stop sequence.
     let terminated = terminate()?;
+    if let Some(age) = args.retention {
+        // The task ends with the process.
+        let data = data_dir.to_path_buf();
+        tokio::spawn(retention(data, age));
+    }
     if let Some(addr) = args.http {
         return serve_http(data_dir, addr, &args, terminated).await;
     }
@@ -131,14 +159,24 @@ async fn serve_http(
     args: &ServeArgs,
     terminated: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.header_timeout_secs > 0
-            && args.idle_timeout_secs > 0
-            && args.max_connections > 0
-            && args.max_connections_per_peer > 0,
-        "--header-timeout-secs, --idle-timeout-secs, --max-connections and \
-         --max-connections-per-peer must be at least 1"
-    );
+    for (flag, value) in [
+        ("--header-timeout-secs", args.header_timeout_secs),
+        ("--idle-timeout-secs", args.idle_timeout_secs),
+        ("--max-connections", args.max_connections as u64),
+        (
+            "--max-connections-per-peer",
+            args.max_connections_per_peer as u64,
+        ),
+        ("--max-sessions", args.max_sessions as u64),
+        (
+            "--max-sessions-per-caller",
+            args.max_sessions_per_caller as u64,
+        ),
+        ("--session-idle-secs", args.session_idle_secs),
+        ("--max-listen-streams", args.max_listen_streams as u64),
+    ] {
+        anyhow::ensure!(value > 0, "{flag} must be at least 1");
+    }
     // The caps, not the open-file limit, decide when connections are
     // refused.
     match skillhost::raise_open_files_limit() {
@@ -151,14 +189,18 @@ async fn serve_http(
         Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
     }
     let host = super::open_host(data_dir).await?;
-    let limits = skillhost::ConnectionLimits {
+    let limits = skillhost::HttpLimits {
         header_read_timeout: Duration::from_secs(args.header_timeout_secs),
         idle_timeout: Duration::from_secs(args.idle_timeout_secs),
         max_connections: args.max_connections,
         max_per_peer: args.max_connections_per_peer.min(args.max_connections),
+        max_sessions: args.max_sessions,
+        max_sessions_per_caller: args.max_sessions_per_caller.min(args.max_sessions),
+        session_idle: Duration::from_secs(args.session_idle_secs),
+        max_listen_streams: args.max_listen_streams,
     };
     let mut builder = skillhost::HttpServerBuilder::new(host.clone(), addr)
-        .connection_limits(limits)
+        .limits(limits)
         .allow_remote(args.allow_remote)
         .grace_period(Duration::from_secs(args.grace_secs))
         .elicitation(!args.no_elicitation);
@@ -216,6 +258,34 @@ async fn serve_http(
     let served = server.run(terminated).await;
     host.shutdown().await;
     served
+}
+
+/// How often `serve --retention` forgets old runs and events.
+const RETENTION_EVERY: Duration = Duration::from_secs(3600);
+
+/// Forgets, every [`RETENTION_EVERY`] (the first time at start), what is
+/// older than `age`, through a host of its own on the same data dir.
+async fn retention(data: std::path::PathBuf, age: Duration) {
+    loop {
+        match super::open_host(&data).await {
+            Ok(host) => {
+                let gc = host.clone();
+                match tokio::task::spawn_blocking(move || gc.gc(age)).await {
+                    Ok(Ok(done)) => tracing::info!(
+                        "retention: forgot {} runs, {} events, {} refs older than {age:?}",
+                        done.runs,
+                        done.events,
+                        done.refs
+                    ),
+                    Ok(Err(e)) => tracing::warn!("retention failed: {e}"),
+                    Err(e) => tracing::warn!("retention failed: {e}"),
+                }
+                host.shutdown().await;
+            }
+            Err(e) => tracing::warn!("retention: cannot open the host: {e:#}"),
+        }
+        tokio::time::sleep(RETENTION_EVERY).await;
+    }
 }
 
 /// Registers the SIGTERM and SIGINT handlers now, and returns what

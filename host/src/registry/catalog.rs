@@ -34,12 +34,87 @@ pub enum SkillSource {
 }
 
 impl SkillSource {
+    /// The name used in listings and messages (`builtin`, `local`, `managed`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SkillSource::Builtin => "builtin",
+            SkillSource::Local => "local",
+            SkillSource::Managed => "managed",
+        }
+    }
+
     /// Precedence in the shadowing rule: higher wins.
     fn rank(&self) -> u8 {
         match self {
             SkillSource::Builtin => 0,
             SkillSource::Local => 1,
             SkillSource::Managed => 2,
+        }
+    }
+}
+
+/// Who a skill of a name is: what a persona's grant of it is bound to, so
+/// that a grant given to one skill never applies to another installed later
+/// under the same name.
+///
+/// ```
+/// use skillhost::SkillIdentity;
+/// let id = SkillIdentity::Signer("ed25519:abcd".into());
+/// assert_eq!(SkillIdentity::parse(&id.stored()), Some(id));
+/// assert_eq!(SkillIdentity::parse("builtin"), Some(SkillIdentity::Builtin));
+/// assert_eq!(SkillIdentity::parse("somebody"), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SkillIdentity {
+    /// The built-in skill of that name, shipped in the binary.
+    Builtin,
+    /// A local development folder the operator listed.
+    Local,
+    /// A managed install signed by this key id: its later versions keep
+    /// the grant.
+    Signer(String),
+    /// An unsigned managed install, by the sha256 of its statement: no
+    /// other install is the same skill.
+    Unsigned(String),
+}
+
+impl SkillIdentity {
+    /// The form kept in the database (`builtin`, `local`, `signer:KEY`,
+    /// `unsigned:DIGEST`).
+    pub fn stored(&self) -> String {
+        match self {
+            SkillIdentity::Builtin => "builtin".into(),
+            SkillIdentity::Local => "local".into(),
+            SkillIdentity::Signer(k) => format!("signer:{k}"),
+            SkillIdentity::Unsigned(d) => format!("unsigned:{d}"),
+        }
+    }
+
+    /// Reads [`SkillIdentity::stored`]'s form back; `None` for anything else.
+    pub fn parse(s: &str) -> Option<SkillIdentity> {
+        match s {
+            "builtin" => Some(SkillIdentity::Builtin),
+            "local" => Some(SkillIdentity::Local),
+            _ => match s.split_once(':')? {
+                ("signer", k) if !k.is_empty() => Some(SkillIdentity::Signer(k.into())),
+                ("unsigned", d) if !d.is_empty() => Some(SkillIdentity::Unsigned(d.into())),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for SkillIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkillIdentity::Builtin => f.write_str("the built-in skill"),
+            SkillIdentity::Local => f.write_str("a local folder"),
+            SkillIdentity::Signer(k) => write!(f, "an install signed by `{k}`"),
+            SkillIdentity::Unsigned(d) => write!(
+                f,
+                "the unsigned install {}",
+                d.get(..12).unwrap_or(d.as_str())
+            ),
         }
     }
 }
@@ -71,6 +146,16 @@ pub struct SkillEntry {
 }
 
 impl SkillEntry {
+    /// Who this skill is, for grants (see [`SkillIdentity`]).
+    pub fn identity(&self) -> SkillIdentity {
+        match (&self.source, &self.signer) {
+            (SkillSource::Builtin, _) => SkillIdentity::Builtin,
+            (SkillSource::Local, _) => SkillIdentity::Local,
+            (SkillSource::Managed, Some(k)) => SkillIdentity::Signer(k.clone()),
+            (SkillSource::Managed, None) => SkillIdentity::Unsigned(self.digest.clone()),
+        }
+    }
+
     /// Reads the skill's manifest only: no component is compiled or loaded.
     pub(crate) fn manifest(&self) -> Result<SkillManifest, SkillError> {
         match (self.builtin, &self.path) {

@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::Value;
 use skillhost_mcp::{GLOBAL_ALL, McpConfig, RegisteredTool};
 
-use crate::registry::catalog::{SkillEntry, SkillSource};
+use crate::registry::catalog::{SkillEntry, SkillIdentity, SkillSource};
 use crate::skill::manifest::SkillManifest;
 use crate::skill::schema::{Schema, default_args_schema};
 
@@ -293,7 +293,9 @@ pub(crate) struct Inputs {
     /// process, stored ones otherwise.
     pub mcp_tools: BTreeMap<String, Vec<RegisteredTool>>,
     pub personas: Vec<String>,
-    pub skill_grants: Vec<(String, String)>,
+    /// `(persona, skill, identity granted to)`; `None` for a grant from
+    /// before identities were recorded.
+    pub skill_grants: Vec<(String, String, Option<String>)>,
     pub specialists: Vec<String>,
     /// Problems with the skill sources (unreadable local folders).
     pub source_problems: Vec<String>,
@@ -313,7 +315,15 @@ pub(crate) struct Registry {
     pub skills: BTreeMap<String, SkillInfo>,
     pub servers: BTreeMap<String, ServerInfo>,
     pub personas: HashSet<String>,
+    /// Each persona's skill grants in force: the skill of that name is the
+    /// one the grant was given to.
     pub grants: HashMap<String, HashSet<String>>,
+    /// Each persona's suspended skill grants: skill name → who the grant
+    /// was given to, while another skill holds the name.
+    pub suspended: HashMap<String, BTreeMap<String, String>>,
+    /// Grants from before identities were recorded, with the identity of
+    /// the skill present now, for the host to bind.
+    pub unbound: Vec<(String, String, SkillIdentity)>,
     pub conflicts: Vec<Conflict>,
     /// Tools left out for a reason other than a conflict (a schema that
     /// does not compile, an invalid specialist on a server), by name.
@@ -337,13 +347,12 @@ impl Registry {
             servers: BTreeMap::new(),
             personas: inputs.personas.into_iter().collect(),
             grants: HashMap::new(),
+            suspended: HashMap::new(),
+            unbound: Vec::new(),
             conflicts: Vec::new(),
             problems: Vec::new(),
             source_problems: inputs.source_problems,
         };
-        for (persona, skill) in inputs.skill_grants {
-            reg.grants.entry(persona).or_default().insert(skill);
-        }
         // Built-ins first, then the other skills by name.
         let mut skills = inputs.skills;
         skills.sort_by(|(a, _), (b, _)| {
@@ -377,6 +386,30 @@ impl Registry {
                     state,
                 },
             );
+        }
+        // A grant is in force only for the skill it was given to.
+        for (persona, skill, granted_to) in inputs.skill_grants {
+            let Some(info) = reg.skills.get(&skill) else {
+                // Nothing of that name now: kept, in force again if the
+                // same skill comes back.
+                continue;
+            };
+            let now = info.entry.identity();
+            match granted_to {
+                None => {
+                    reg.unbound.push((persona.clone(), skill.clone(), now));
+                    reg.grants.entry(persona).or_default().insert(skill);
+                }
+                Some(g) if SkillIdentity::parse(&g).as_ref() == Some(&now) => {
+                    reg.grants.entry(persona).or_default().insert(skill);
+                }
+                Some(g) => {
+                    let who = SkillIdentity::parse(&g)
+                        .map(|i| i.to_string())
+                        .unwrap_or_else(|| format!("an unknown skill (`{g}`)"));
+                    reg.suspended.entry(persona).or_default().insert(skill, who);
+                }
+            }
         }
         for server in &inputs.mcp.servers {
             reg.servers.insert(

@@ -157,6 +157,13 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE personas ADD COLUMN client_approval INTEGER NOT NULL DEFAULT 0;
      ALTER TABLE runs ADD COLUMN decided_by TEXT;
      ALTER TABLE runs ADD COLUMN resume_digest TEXT;",
+    // 7: the identity of the skill a grant was given to (`builtin`,
+    // `local`, `signer:KEY`, `unsigned:DIGEST`): a grant applies to that
+    // skill only, and is suspended while another skill holds the name. A
+    // grant from before (NULL) is bound to the skill present when it is
+    // first read.
+    "ALTER TABLE skill_grants ADD COLUMN identity TEXT;
+     CREATE TRIGGER gen_grants_u AFTER UPDATE ON skill_grants BEGIN UPDATE generation SET value = value + 1; END;",
 ];
 
 /// The database.
@@ -230,6 +237,13 @@ impl Store {
         let conn = Connection::open(&path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(10))?;
+        // A new database frees the pages of deleted runs back to the file
+        // system on `gc` (`PRAGMA incremental_vacuum`); only settable
+        // before the first table.
+        let fresh: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if fresh == 0 {
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;

@@ -95,30 +95,56 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Grants (`on`) or revokes a skill for a persona. Returns whether
+    /// Grants a skill to a persona, bound to the skill's `identity` (its
+    /// stored form), or rebinds an existing grant to it. Returns whether
     /// anything changed.
-    pub fn set_skill_grant(&self, persona: &str, skill: &str, on: bool) -> rusqlite::Result<bool> {
-        let n = if on {
-            self.conn().execute(
-                "INSERT INTO skill_grants (persona, skill) VALUES (?1, ?2)
-                 ON CONFLICT DO NOTHING",
-                params![persona, skill],
-            )?
-        } else {
-            self.conn().execute(
-                "DELETE FROM skill_grants WHERE persona = ?1 AND skill = ?2",
-                params![persona, skill],
-            )?
-        };
+    pub fn grant_skill(
+        &self,
+        persona: &str,
+        skill: &str,
+        identity: &str,
+    ) -> rusqlite::Result<bool> {
+        let n = self.conn().execute(
+            "INSERT INTO skill_grants (persona, skill, identity) VALUES (?1, ?2, ?3)
+             ON CONFLICT (persona, skill) DO UPDATE SET identity = excluded.identity
+             WHERE identity IS NOT excluded.identity",
+            params![persona, skill, identity],
+        )?;
         Ok(n == 1)
     }
 
-    /// Every `(persona, skill)` grant, sorted.
-    pub fn skill_grants(&self) -> rusqlite::Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT persona, skill FROM skill_grants ORDER BY persona, skill")?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    /// Revokes a persona's grant of a skill. Returns whether it existed.
+    pub fn revoke_skill(&self, persona: &str, skill: &str) -> rusqlite::Result<bool> {
+        let n = self.conn().execute(
+            "DELETE FROM skill_grants WHERE persona = ?1 AND skill = ?2",
+            params![persona, skill],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Binds grants kept from before identities were recorded (NULL) to
+    /// `identity`; a grant already bound is left alone.
+    pub fn bind_legacy_grant(
+        &self,
+        persona: &str,
+        skill: &str,
+        identity: &str,
+    ) -> rusqlite::Result<()> {
+        self.conn().execute(
+            "UPDATE skill_grants SET identity = ?3
+             WHERE persona = ?1 AND skill = ?2 AND identity IS NULL",
+            params![persona, skill, identity],
+        )?;
+        Ok(())
+    }
+
+    /// Every grant as `(persona, skill, identity)`, sorted; the identity is
+    /// `None` for a grant from before identities were recorded.
+    pub fn skill_grants(&self) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT persona, skill, identity FROM skill_grants ORDER BY persona, skill",
+        )?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect()
     }
 }
@@ -134,14 +160,30 @@ mod tests {
         let g0 = s.generation().unwrap();
         assert!(s.add_persona("ana", "").unwrap());
         assert!(!s.add_persona("ana", "").unwrap());
-        assert!(s.set_skill_grant("ana", "text-tools", true).unwrap());
-        assert!(!s.set_skill_grant("ana", "text-tools", true).unwrap());
+        assert!(s.grant_skill("ana", "text-tools", "builtin").unwrap());
+        assert!(!s.grant_skill("ana", "text-tools", "builtin").unwrap());
         let g1 = s.generation().unwrap();
         assert!(g1 > g0);
         assert_eq!(
             s.skill_grants().unwrap(),
-            vec![("ana".to_string(), "text-tools".to_string())]
+            vec![(
+                "ana".to_string(),
+                "text-tools".to_string(),
+                Some("builtin".to_string())
+            )]
         );
+        // Granting again to another identity rebinds it and moves the
+        // generation.
+        assert!(s.grant_skill("ana", "text-tools", "signer:k").unwrap());
+        assert!(s.generation().unwrap() > g1);
+        assert_eq!(s.skill_grants().unwrap()[0].2.as_deref(), Some("signer:k"));
+        // A legacy grant (NULL) is bound once; a bound one is left alone.
+        s.conn()
+            .execute("UPDATE skill_grants SET identity = NULL", [])
+            .unwrap();
+        s.bind_legacy_grant("ana", "text-tools", "local").unwrap();
+        s.bind_legacy_grant("ana", "text-tools", "builtin").unwrap();
+        assert_eq!(s.skill_grants().unwrap()[0].2.as_deref(), Some("local"));
         // Unchanged tool definitions do not move the generation.
         let defs = vec![("t".to_string(), "{}".to_string())];
         s.replace_mcp_tools("srv", &defs).unwrap();
@@ -152,6 +194,7 @@ mod tests {
         assert!(s.remove_persona("ana").unwrap());
         assert!(s.skill_grants().unwrap().is_empty());
         // A grant to a missing persona is refused by the foreign key.
-        assert!(s.set_skill_grant("nobody", "x", true).is_err());
+        assert!(s.grant_skill("nobody", "x", "builtin").is_err());
+        assert!(!s.revoke_skill("nobody", "x").unwrap());
     }
 }

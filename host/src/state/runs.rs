@@ -197,6 +197,44 @@ pub struct RunFilter {
     pub outcome: Option<Outcome>,
     /// At most this many, newest first (0: 100).
     pub limit: usize,
+    /// Only runs older than this cursor: the `next` of the page before
+    /// (see [`RunPage`]).
+    pub cursor: Option<String>,
+}
+
+/// One page of runs and the cursor of the next one (`None`: the last
+/// page).
+///
+/// ```no_run
+/// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+/// let mut filter = skillhost::RunFilter { limit: 100, ..Default::default() };
+/// loop {
+///     let page = host.run_page(&filter)?;
+///     for r in &page.runs { println!("{}", r.run_id); }
+///     let Some(next) = page.next else { break };
+///     filter.cursor = Some(next);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunPage {
+    /// The runs, newest first.
+    pub runs: Vec<RunRecord>,
+    /// The cursor of the next page, if there are more.
+    pub next: Option<String>,
+}
+
+/// A run cursor: the creation time and id of the last run of a page.
+fn run_cursor(r: &RunRecord) -> String {
+    format!("{}.{}", r.created_at_ms, r.run_id)
+}
+
+/// Parses a run cursor; `None` for a malformed one.
+pub(crate) fn parse_run_cursor(c: &str) -> Option<(i64, String)> {
+    let (ms, id) = c.split_once('.')?;
+    let ms = ms.parse().ok()?;
+    (id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .then(|| (ms, id.to_string()))
 }
 
 /// One audit event, as recorded and as streamed by `Host::events`.
@@ -269,6 +307,14 @@ pub(crate) fn new_run_id() -> String {
     format!("run_{secs:08x}{z:016x}")
 }
 
+/// What [`Store::forget_before`] deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Forgotten {
+    pub runs: usize,
+    pub events: usize,
+    pub refs: Vec<String>,
+}
+
 /// A run row to write (insert or replace).
 #[derive(Debug, Clone)]
 pub(crate) struct RunRow {
@@ -304,29 +350,65 @@ impl Store {
             .optional()
     }
 
-    /// Runs matching `filter`, newest first.
+    /// Runs matching `filter`, newest first (a malformed cursor reads as
+    /// the start).
     pub fn runs(&self, filter: &RunFilter) -> rusqlite::Result<Vec<RunRecord>> {
+        Ok(self.run_page(filter)?.runs)
+    }
+
+    /// One page of runs matching `filter`, newest first.
+    pub fn run_page(&self, filter: &RunFilter) -> rusqlite::Result<RunPage> {
         let limit = if filter.limit == 0 { 100 } else { filter.limit } as i64;
+        let (before_ms, before_id) = filter
+            .cursor
+            .as_deref()
+            .and_then(parse_run_cursor)
+            .map(|(ms, id)| (Some(ms), Some(id)))
+            .unwrap_or((None, None));
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs
              WHERE (?1 IS NULL OR persona = ?1) AND (?2 = 0 OR persona IS NULL)
                AND (?3 IS NULL OR tool = ?3) AND (?4 = 0 OR approval = 'pending')
                AND (?6 IS NULL OR outcome = ?6)
-             ORDER BY created_at_ms DESC, rowid DESC LIMIT ?5"
+               AND (?7 IS NULL OR created_at_ms < ?7 OR (created_at_ms = ?7 AND run_id < ?8))
+             ORDER BY created_at_ms DESC, run_id DESC LIMIT ?5"
         );
         let mut stmt = self.conn().prepare_cached(&sql)?;
-        stmt.query_map(
-            params![
-                filter.persona,
-                filter.operator_only,
-                filter.tool,
-                filter.pending_only,
-                limit,
-                filter.outcome.map(Outcome::as_str)
-            ],
-            run_from_row,
-        )?
-        .collect()
+        let mut runs: Vec<RunRecord> = stmt
+            .query_map(
+                params![
+                    filter.persona,
+                    filter.operator_only,
+                    filter.tool,
+                    filter.pending_only,
+                    limit + 1,
+                    filter.outcome.map(Outcome::as_str),
+                    before_ms,
+                    before_id
+                ],
+                run_from_row,
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        let more = runs.len() as i64 > limit;
+        runs.truncate(limit as usize);
+        let next = more.then(|| runs.last().map(run_cursor)).flatten();
+        Ok(RunPage { runs, next })
+    }
+
+    /// How many runs of `persona` (`None`: the operator) wait for approval
+    /// and have not expired at `now_ms`.
+    pub(crate) fn pending_count_of(
+        &self,
+        persona: Option<&str>,
+        now_ms: i64,
+    ) -> rusqlite::Result<u64> {
+        self.conn()
+            .prepare_cached(
+                "SELECT COUNT(*) FROM runs WHERE approval = 'pending'
+                 AND persona IS ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+            )?
+            .query_row(params![persona, now_ms], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
     }
 
     /// How many runs wait for approval and have not expired at `now_ms`
@@ -462,26 +544,94 @@ impl Store {
 
     /// Recent events, newest first.
     pub fn recent_events(&self, limit: usize) -> rusqlite::Result<Vec<HostEvent>> {
+        Ok(self
+            .event_page(limit, None)?
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect())
+    }
+
+    /// Events older than event `before` (all when `None`), newest first,
+    /// with their ids.
+    pub(crate) fn event_page(
+        &self,
+        limit: usize,
+        before: Option<i64>,
+    ) -> rusqlite::Result<Vec<(i64, HostEvent)>> {
         let mut stmt = self.conn().prepare_cached(
-            "SELECT at, kind, run_id, persona, tool, server, outcome, duration_ms, detail
-             FROM events ORDER BY id DESC LIMIT ?1",
+            "SELECT at, kind, run_id, persona, tool, server, outcome, duration_ms, detail, id
+             FROM events WHERE (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?1",
         )?;
-        stmt.query_map(params![limit as i64], |r| {
+        stmt.query_map(params![limit as i64, before], |r| {
             let detail: String = r.get(8)?;
             let outcome: Option<String> = r.get(6)?;
-            Ok(HostEvent {
-                at_ms: r.get::<_, i64>(0)? * 1000,
-                kind: r.get(1)?,
-                run_id: r.get(2)?,
-                persona: r.get(3)?,
-                tool: r.get(4)?,
-                server: r.get(5)?,
-                outcome: outcome.as_deref().map(Outcome::parse),
-                duration_ms: r.get(7)?,
-                detail: serde_json::from_str(&detail).unwrap_or_default(),
-            })
+            Ok((
+                r.get(9)?,
+                HostEvent {
+                    at_ms: r.get::<_, i64>(0)? * 1000,
+                    kind: r.get(1)?,
+                    run_id: r.get(2)?,
+                    persona: r.get(3)?,
+                    tool: r.get(4)?,
+                    server: r.get(5)?,
+                    outcome: outcome.as_deref().map(Outcome::parse),
+                    duration_ms: r.get(7)?,
+                    detail: serde_json::from_str(&detail).unwrap_or_default(),
+                },
+            ))
         })?
         .collect()
+    }
+
+    /// Deletes the runs created before `cutoff_ms` that are decided (not
+    /// waiting, not running), the events before it, and the ref records
+    /// created before it that no remaining run names; returns what was
+    /// deleted (the refs' ids, whose blobs the caller removes).
+    pub(crate) fn forget_before(&mut self, cutoff_ms: i64) -> rusqlite::Result<Forgotten> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let runs = tx.execute(
+            "DELETE FROM runs WHERE created_at_ms < ?1
+             AND (approval IS NULL OR approval != 'pending') AND outcome != 'running'",
+            params![cutoff_ms],
+        )?;
+        let events = tx.execute(
+            "DELETE FROM events WHERE at < ?1",
+            params![cutoff_ms.div_euclid(1000)],
+        )?;
+        let refs: Vec<String> = {
+            let mut stmt = tx.prepare(
+                "SELECT ref_id FROM refs WHERE created_at < ?1 AND NOT EXISTS (
+                   SELECT 1 FROM runs, json_each(runs.input_refs)
+                   WHERE json_each.value = refs.ref_id)",
+            )?;
+            stmt.query_map(params![cutoff_ms.div_euclid(1000)], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
+        };
+        for id in &refs {
+            tx.execute("DELETE FROM refs WHERE ref_id = ?1", params![id])?;
+        }
+        tx.commit()?;
+        Ok(Forgotten { runs, events, refs })
+    }
+
+    /// Gives the pages freed by deletions back to the file system.
+    pub(crate) fn reclaim(&self) -> rusqlite::Result<()> {
+        let mode: i64 = self
+            .conn()
+            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+        if mode == 2 {
+            self.conn().execute_batch("PRAGMA incremental_vacuum;")?;
+        } else {
+            // Turn incremental vacuuming on for next time (takes effect
+            // with this VACUUM).
+            self.conn()
+                .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?;
+        }
+        self.conn()
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        Ok(())
     }
 
     /// Records an event.

@@ -138,3 +138,24 @@ impl Api {
         (status, v)
     }
 }
+
+impl Api {
+    /// `GET path`: status, JSON answer and the `x-next-cursor` header.
+    pub async fn send_paged(&self, path: &str) -> (u16, Value, Option<String>) {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("API request");
+        let status = resp.status().as_u16();
+        let next = resp
+            .headers()
+            .get("x-next-cursor")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let v = resp.json().await.unwrap_or(Value::Null);
+        (status, v, next)
+    }
+}

@@ -8,4 +8,6 @@ mod common;
 mod client;
 mod private_files;
 mod self_approval;
+mod sessions;
 mod slow_connections;
+mod waiting_runs;

@@ -29,17 +29,16 @@ use tokio_util::task::TaskTracker;
 
 use crate::limits;
 
-/// The connection limits of an HTTP server. `ConnectionLimits::default()`:
-/// the values of `limits.rs` ([`limits::HTTP_HEADER_READ_TIMEOUT`],
-/// [`limits::HTTP_IDLE_TIMEOUT`], [`limits::HTTP_MAX_CONNECTIONS`],
-/// [`limits::HTTP_MAX_CONNECTIONS_PER_PEER`]).
+/// The limits of an HTTP server: connections, and the MCP sessions and
+/// listening streams they hold. `HttpLimits::default()`: the values of
+/// `limits.rs` (`HTTP_*`, `MCP_*`), each with its reason there.
 ///
 /// ```
-/// let l = skillhost::ConnectionLimits::default();
+/// let l = skillhost::HttpLimits::default();
 /// assert!(l.max_per_peer <= l.max_connections);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionLimits {
+pub struct HttpLimits {
     /// How long a client has to send a request head (and a keep-alive
     /// connection may wait for its next one).
     pub header_read_timeout: Duration,
@@ -49,15 +48,28 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Connections open at once from one peer address.
     pub max_per_peer: usize,
+    /// Legacy MCP sessions open at once, in all.
+    pub max_sessions: usize,
+    /// Legacy MCP sessions open at once for one caller (a persona, or the
+    /// operator).
+    pub max_sessions_per_caller: usize,
+    /// How long an MCP session may see no request before it ends.
+    pub session_idle: Duration,
+    /// Listening streams open at once, in all.
+    pub max_listen_streams: usize,
 }
 
-impl Default for ConnectionLimits {
-    fn default() -> ConnectionLimits {
-        ConnectionLimits {
+impl Default for HttpLimits {
+    fn default() -> HttpLimits {
+        HttpLimits {
             header_read_timeout: limits::HTTP_HEADER_READ_TIMEOUT,
             idle_timeout: limits::HTTP_IDLE_TIMEOUT,
             max_connections: limits::HTTP_MAX_CONNECTIONS,
             max_per_peer: limits::HTTP_MAX_CONNECTIONS_PER_PEER,
+            max_sessions: limits::MCP_MAX_SESSIONS,
+            max_sessions_per_caller: limits::MCP_MAX_SESSIONS_PER_CALLER,
+            session_idle: limits::MCP_SESSION_IDLE,
+            max_listen_streams: limits::MCP_MAX_LISTEN_STREAMS,
         }
     }
 }
@@ -77,7 +89,7 @@ struct Slot {
 
 impl Slot {
     /// A place for a connection from `peer`, or `None` over a cap.
-    fn take(open: &Arc<Mutex<Open>>, peer: IpAddr, limits: &ConnectionLimits) -> Option<Slot> {
+    fn take(open: &Arc<Mutex<Open>>, peer: IpAddr, limits: &HttpLimits) -> Option<Slot> {
         let mut o = open.lock().unwrap_or_else(|e| e.into_inner());
         let mine = o.by_peer.get(&peer).copied().unwrap_or(0);
         if o.total >= limits.max_connections || mine >= limits.max_per_peer {
@@ -111,7 +123,7 @@ impl Drop for Slot {
 pub(super) async fn serve(
     listener: TcpListener,
     router: Router,
-    limits: ConnectionLimits,
+    limits: HttpLimits,
     stopping: CancellationToken,
 ) {
     let open = Arc::new(Mutex::new(Open::default()));
@@ -163,7 +175,7 @@ async fn connection(
     tcp: TcpStream,
     peer: SocketAddr,
     router: Router,
-    limits: ConnectionLimits,
+    limits: HttpLimits,
     stopping: CancellationToken,
     _slot: Slot,
 ) {

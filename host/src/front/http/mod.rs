@@ -52,13 +52,12 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 pub use auth::AdminAuth;
-pub use listener::{ConnectionLimits, raise_open_files_limit};
+pub use listener::{HttpLimits, raise_open_files_limit};
 pub use origin::OriginPolicy;
 
 use crate::authority::tokens::{ADMIN_TOKEN_FILE, token_digest};
 use crate::authority::{Caller, Host};
 use crate::front::mcp::McpFront;
-use crate::limits;
 
 /// How long in-flight requests may run on after a shutdown begins, by
 /// default.
@@ -81,6 +80,8 @@ pub(crate) struct StateInner {
     elicitation: bool,
     /// One MCP service (and session table) per caller.
     services: Mutex<HashMap<Option<String>, CallerService>>,
+    /// The server's limits.
+    limits: HttpLimits,
     /// Listening streams open now (legacy GET streams and 2026-07-28
     /// `subscriptions/listen`).
     listening: Arc<std::sync::atomic::AtomicUsize>,
@@ -132,7 +133,7 @@ impl AppState {
                 let front = McpFront::new(self.inner.host.clone(), caller.clone())
                     .with_elicitation(self.inner.elicitation);
                 let mut sessions = LocalSessionManager::default();
-                sessions.session_config.keep_alive = Some(limits::MCP_SESSION_IDLE);
+                sessions.session_config.keep_alive = Some(self.inner.limits.session_idle);
                 let sessions = Arc::new(sessions);
                 let service = StreamableHttpService::new(
                     move || Ok(front.clone()),
@@ -172,18 +173,19 @@ impl AppState {
                 mine = n;
             }
         }
-        if mine >= limits::MCP_MAX_SESSIONS_PER_CALLER {
+        let limits = &self.inner.limits;
+        if mine >= limits.max_sessions_per_caller {
             return Err(format!(
                 "too many MCP sessions for this caller ({mine}, at most {}): end one \
                  (DELETE /mcp with its Mcp-Session-Id) or let an idle one expire ({} s)",
-                limits::MCP_MAX_SESSIONS_PER_CALLER,
-                limits::MCP_SESSION_IDLE.as_secs()
+                limits.max_sessions_per_caller,
+                limits.session_idle.as_secs()
             ));
         }
-        if total >= limits::MCP_MAX_SESSIONS {
+        if total >= limits.max_sessions {
             return Err(format!(
                 "too many MCP sessions on this server ({total}, at most {}): retry later",
-                limits::MCP_MAX_SESSIONS
+                limits.max_sessions
             ));
         }
         Ok(())
@@ -242,12 +244,12 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         return too_many(why);
     }
     let listening = if stream {
-        match Listening::start(&st.inner.listening) {
+        match Listening::start(&st.inner.listening, st.inner.limits.max_listen_streams) {
             Some(l) => Some(l),
             None => {
                 let why = format!(
                     "too many listening streams on this server (at most {}): retry later",
-                    limits::MCP_MAX_LISTEN_STREAMS
+                    st.inner.limits.max_listen_streams
                 );
                 st.host().refused(&caller, "", "mcp stream", &why);
                 return too_many(why);
@@ -296,11 +298,11 @@ struct Listening(Arc<std::sync::atomic::AtomicUsize>);
 
 impl Listening {
     /// Counts one more stream, or `None` at the cap.
-    fn start(count: &Arc<std::sync::atomic::AtomicUsize>) -> Option<Listening> {
+    fn start(count: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<Listening> {
         use std::sync::atomic::Ordering;
         count
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < limits::MCP_MAX_LISTEN_STREAMS).then_some(n + 1)
+                (n < max).then_some(n + 1)
             })
             .ok()?;
         Some(Listening(count.clone()))
@@ -379,7 +381,7 @@ pub struct HttpServerBuilder {
     grace: Duration,
     elicitation: bool,
     api: Router<AppState>,
-    limits: ConnectionLimits,
+    limits: HttpLimits,
 }
 
 impl HttpServerBuilder {
@@ -399,19 +401,19 @@ impl HttpServerBuilder {
             grace: DEFAULT_GRACE,
             elicitation: true,
             api: api_router(),
-            limits: ConnectionLimits::default(),
+            limits: HttpLimits::default(),
         }
     }
 
-    /// The connection limits (default [`ConnectionLimits::default`]: the
-    /// values of `limits.rs`).
+    /// The limits on connections, MCP sessions and listening streams
+    /// (default [`HttpLimits::default`]: the values of `limits.rs`).
     ///
     /// ```no_run
     /// # fn f(b: skillhost::HttpServerBuilder) {
-    /// let b = b.connection_limits(skillhost::ConnectionLimits { max_per_peer: 16, ..Default::default() });
+    /// let b = b.limits(skillhost::HttpLimits { max_per_peer: 16, ..Default::default() });
     /// # }
     /// ```
-    pub fn connection_limits(mut self, limits: ConnectionLimits) -> HttpServerBuilder {
+    pub fn limits(mut self, limits: HttpLimits) -> HttpServerBuilder {
         self.limits = limits;
         self
     }
@@ -507,6 +509,7 @@ impl HttpServerBuilder {
                 origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
                 services: Mutex::new(HashMap::new()),
                 listening: Arc::default(),
+                limits: self.limits,
                 elicitation: self.elicitation,
                 mcp_ct: CancellationToken::new(),
                 stopping: CancellationToken::new(),
@@ -545,7 +548,7 @@ pub struct HttpServer {
     local_addr: SocketAddr,
     state: AppState,
     router: Router,
-    limits: ConnectionLimits,
+    limits: HttpLimits,
     grace: Duration,
     admin_token_path: PathBuf,
 }

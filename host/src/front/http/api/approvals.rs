@@ -6,34 +6,42 @@ use axum::extract::State;
 use super::blocking;
 use super::error::{ApiError, ErrorBody};
 use super::extract::PathArgs;
-use super::runs::{RunReportView, RunView};
+use super::extract::QueryArgs;
+use super::runs::{EventsQuery, RunReportView, RunView, limit, paged};
 use crate::authority::Decider;
 use crate::front::http::{AdminAuth, AppState};
 use crate::state::runs::RunFilter;
 
-/// At most this many pending runs are listed.
-const MAX_PENDING: usize = 1000;
-
-/// Runs waiting for approval, newest first (expired ones are not listed).
+/// Runs waiting for approval, newest first (expired ones are not listed),
+/// a page at a time.
 #[utoipa::path(
     get,
     path = "/approvals",
     operation_id = "approvals_pending",
     tag = "approvals",
-    responses((status = 200, description = "The pending runs", body = [RunView]))
+    params(EventsQuery),
+    responses(
+        (status = 200, description = "The pending runs; the next page's cursor in `x-next-cursor`", body = [RunView],
+         headers(("x-next-cursor" = String, description = "The cursor of the next page, when there is one"))),
+        (status = 400, description = "`limit` out of range", body = ErrorBody),
+    )
 )]
 pub(crate) async fn pending(
     _: AdminAuth,
     State(st): State<AppState>,
-) -> Result<Json<Vec<RunView>>, ApiError> {
+    QueryArgs(q): QueryArgs<EventsQuery>,
+) -> Result<axum::response::Response, ApiError> {
+    let limit = limit(q.limit)?;
     let host = st.host().clone();
     blocking(move || {
-        let runs = host.runs(&RunFilter {
+        let page = host.run_page(&RunFilter {
             pending_only: true,
-            limit: MAX_PENDING,
+            limit,
+            cursor: q.cursor,
             ..Default::default()
         })?;
-        Ok(Json(runs.into_iter().map(Into::into).collect()))
+        let runs: Vec<RunView> = page.runs.into_iter().map(Into::into).collect();
+        Ok(paged(runs, page.next))
     })
     .await
 }

@@ -77,6 +77,11 @@ pub(crate) struct SkillGrantView {
     pub name: String,
     /// Whether the persona is granted it.
     pub granted: bool,
+    /// Set when the persona's grant of this name was given to another
+    /// skill than the one installed now (and is not in force): who it was
+    /// given to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<String>,
 }
 
 /// A persona's skill grants: every skill.
@@ -214,6 +219,7 @@ fn skills_view(host: &Host, persona: &str) -> Result<SkillGrantsView, ApiError> 
             .map(|s| SkillGrantView {
                 name: s.name,
                 granted: s.granted,
+                suspended: s.suspended,
             })
             .collect(),
     })

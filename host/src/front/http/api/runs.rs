@@ -244,18 +244,38 @@ pub(crate) struct RunsQuery {
     pub tool: Option<String>,
     /// At most this many, newest first (1 to 1000, default 100).
     pub limit: Option<usize>,
+    /// Where to go on: the `x-next-cursor` header of the page before.
+    pub cursor: Option<String>,
 }
 
-/// How many events.
+/// How many events (or pending runs), from where.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct EventsQuery {
     /// At most this many, newest first (1 to 1000, default 100).
     pub limit: Option<usize>,
+    /// Where to go on: the `x-next-cursor` header of the page before.
+    pub cursor: Option<String>,
 }
 
-fn limit(given: Option<usize>) -> Result<usize, ApiError> {
+/// The header naming the next page's cursor (absent on the last page).
+pub(super) const NEXT_CURSOR: &str = "x-next-cursor";
+
+/// A page as a JSON array, with the next page's cursor in
+/// [`NEXT_CURSOR`].
+pub(super) fn paged<T: Serialize>(items: Vec<T>, next: Option<String>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut resp = Json(items).into_response();
+    if let Some(next) = next
+        && let Ok(v) = axum::http::HeaderValue::from_str(&next)
+    {
+        resp.headers_mut().insert(NEXT_CURSOR, v);
+    }
+    resp
+}
+
+pub(super) fn limit(given: Option<usize>) -> Result<usize, ApiError> {
     match given {
         None => Ok(DEFAULT_LIMIT),
         Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
@@ -280,7 +300,8 @@ pub(super) fn existing(host: &Host, id: &str) -> Result<RunRecord, ApiError> {
     tag = "runs",
     params(RunsQuery),
     responses(
-        (status = 200, description = "The runs", body = [RunView]),
+        (status = 200, description = "The runs; the next page's cursor in `x-next-cursor`", body = [RunView],
+         headers(("x-next-cursor" = String, description = "The cursor of the next page, when there is one"))),
         (status = 400, description = "A filter is not valid", body = ErrorBody),
     )
 )]
@@ -288,7 +309,7 @@ pub(crate) async fn list(
     _: AdminAuth,
     State(st): State<AppState>,
     QueryArgs(q): QueryArgs<RunsQuery>,
-) -> Result<Json<Vec<RunView>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let limit = limit(q.limit)?;
     let operator_only = q.persona.as_deref() == Some("operator");
     let filter = RunFilter {
@@ -298,12 +319,13 @@ pub(crate) async fn list(
         pending_only: false,
         outcome: q.status.map(Into::into),
         limit,
+        cursor: q.cursor,
     };
     let host = st.host().clone();
     blocking(move || {
-        Ok(Json(
-            host.runs(&filter)?.into_iter().map(Into::into).collect(),
-        ))
+        let page = host.run_page(&filter)?;
+        let runs: Vec<RunView> = page.runs.into_iter().map(Into::into).collect();
+        Ok(paged(runs, page.next))
     })
     .await
 }
@@ -337,7 +359,8 @@ pub(crate) async fn get(
     tag = "runs",
     params(EventsQuery),
     responses(
-        (status = 200, description = "The events", body = [EventView]),
+        (status = 200, description = "The events; the next page's cursor in `x-next-cursor`", body = [EventView],
+         headers(("x-next-cursor" = String, description = "The cursor of the next page, when there is one"))),
         (status = 400, description = "`limit` out of range", body = ErrorBody),
     )
 )]
@@ -345,16 +368,13 @@ pub(crate) async fn events(
     _: AdminAuth,
     State(st): State<AppState>,
     QueryArgs(q): QueryArgs<EventsQuery>,
-) -> Result<Json<Vec<EventView>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let limit = limit(q.limit)?;
     let host = st.host().clone();
     blocking(move || {
-        Ok(Json(
-            host.recent_events(limit)?
-                .into_iter()
-                .map(Into::into)
-                .collect(),
-        ))
+        let page = host.event_page(limit, q.cursor.as_deref())?;
+        let events: Vec<EventView> = page.events.into_iter().map(Into::into).collect();
+        Ok(paged(events, page.next))
     })
     .await
 }

@@ -120,6 +120,9 @@ pub(crate) struct InstallQuery {
     /// Accept a version lower than one installed. Default false.
     #[serde(default)]
     pub allow_downgrade: bool,
+    /// Accept a skill named like a built-in skill, which it then shadows.
+    #[serde(default)]
+    pub replace_builtin: bool,
 }
 
 /// What an install did.
@@ -204,6 +207,7 @@ pub(crate) async fn install(
     let options = InstallOptions {
         allow_untrusted: q.allow_untrusted,
         allow_downgrade: q.allow_downgrade,
+        replace_builtin: q.replace_builtin,
     };
     let host = st.host().clone();
     let out = host.install_bundle(&upload.bytes, options).await?;
