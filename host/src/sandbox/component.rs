@@ -247,6 +247,8 @@ impl SkillComponent {
             opts.refs.clone(),
         );
         let mut store = Store::new(&self.inner.sandbox.engine, state);
+        // The epoch advances only while some store lives.
+        store.data_mut().ticking = Some(self.inner.sandbox.ticker.ticking());
         store.limiter(|s| &mut s.limiter);
         // Cannot fail: fuel is enabled on every sandbox engine.
         let _ = store.set_fuel(opts.limits.fuel);

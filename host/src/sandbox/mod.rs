@@ -207,7 +207,7 @@ impl SandboxBuilder {
                 linker,
                 cache,
                 policy: self.policy,
-                _ticker: ticker,
+                ticker,
             }),
         })
     }
@@ -247,7 +247,7 @@ pub(crate) struct SandboxInner {
     linker: Linker<CallState>,
     cache: Option<cache::CompileCache>,
     policy: LimitsPolicy,
-    _ticker: ticker::EpochTicker,
+    ticker: ticker::EpochTicker,
 }
 
 /// The sandbox: one engine for the whole host, cheap to clone.

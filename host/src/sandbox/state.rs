@@ -240,6 +240,8 @@ pub(crate) struct CallState {
     pub refs: Option<Arc<dyn RefReader>>,
     /// The first deliberate trap a host function raised.
     pub host_trap: Option<HostTrap>,
+    /// Keeps the epoch ticker running while this call's store lives.
+    pub ticking: Option<super::ticker::Ticking>,
 }
 
 impl CallState {
@@ -283,6 +285,7 @@ impl CallState {
             depth,
             refs,
             host_trap: None,
+            ticking: None,
         }
     }
 
