@@ -317,7 +317,7 @@ impl Connection {
         let (service, process) = match config.transport {
             TransportKind::Stdio => {
                 let command = config.command.clone().unwrap_or_default();
-                ctx.policy.check(&command, &config.args)?;
+                ctx.policy.check_server(config)?;
                 std::fs::create_dir_all(&ctx.work_dir)
                     .map_err(|e| format!("cannot create the server's folder: {e}"))?;
                 let spec = SpawnSpec {
