@@ -22,6 +22,7 @@ mod manager;
 mod policy;
 mod proc_table;
 mod process;
+mod redirect;
 pub mod sse;
 mod stderr_log;
 mod stdio;

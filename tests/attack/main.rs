@@ -3,4 +3,5 @@
 //! manager, a real child process or a real HTTP server on loopback) and
 //! asserts the attack fails with a clear error and leaves nothing behind.
 
+mod redirects;
 mod stdio_policy;
