@@ -235,7 +235,9 @@ pub struct ServerConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// stdio: environment variables given to the child (its environment is
-    /// otherwise cleared; see the supervisor). A variable that makes the
+    /// otherwise cleared; the supervisor adds `PATH`, `HOME`, `TMPDIR`,
+    /// `LANG` and [`SERVER_TAG_ENV`](crate::SERVER_TAG_ENV), which this may
+    /// not set). A variable that makes the
     /// runtime load code it names (`LD_PRELOAD`, `PATH`, `NODE_OPTIONS`,
     /// `PYTHONPATH`, … see [`code_loading_env`](crate::code_loading_env))
     /// is refused unless `allow_env` lists it.
@@ -364,6 +366,11 @@ impl ServerConfig {
                 for key in self.env.keys() {
                     if key.is_empty() || key.contains('=') || key.contains('\0') {
                         return Err(format!("`env` has an invalid variable name {key:?}"));
+                    }
+                    if key == crate::SERVER_TAG_ENV {
+                        return Err(format!(
+                            "`env` sets {key}, which the supervisor sets itself to find the server's processes; remove it"
+                        ));
                     }
                 }
                 for name in &self.allow_env {

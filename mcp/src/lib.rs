@@ -43,6 +43,7 @@ pub use policy::{
     ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy, code_loading_env,
 };
 pub use proc_table::{ProcEntry, group_members};
+pub use process::SERVER_TAG_ENV;
 pub use rmcp::model::CallToolResult;
 pub use stderr_log::{LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
 pub use stdio::MAX_MESSAGE_BYTES;

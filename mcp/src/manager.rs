@@ -276,6 +276,9 @@ impl McpManager {
     /// assert!(!m.is_ready());
     /// ```
     pub fn new(opts: ManagerOptions) -> McpManager {
+        // What a server orphans comes back to this process, to be stopped
+        // and reaped with the server (Linux; see the process module).
+        crate::process::become_subreaper();
         McpManager {
             inner: Arc::new(Inner {
                 opts,

@@ -4,4 +4,5 @@
 //! asserts the attack fails with a clear error and leaves nothing behind.
 
 mod redirects;
+mod setsid;
 mod stdio_policy;
