@@ -512,7 +512,7 @@ const JAVASCRIPT: &[Case] = &[
     ok("deno", &["run", "-A", "server.ts"]),
     ok("deno", &["run", "--allow-net", "jsr:@scope/server"]),
     ok("deno", &["run", "-A", "npm:some-server"]),
-    ok("deno", &["run", "https://deno.land/x/server.ts"]),
+    ok("deno", &["run", "https://code.example/x/server.ts"]),
     ok("deno", &["server.ts"]),
     ok("deno", &["serve", "main.ts"]),
     ok("deno", &["run", "-NR", "server.ts"]),
@@ -718,7 +718,7 @@ const LAUNCHERS: &[Case] = &[
         "stdio command \"bunx\" would run \"node\", whose \"-e\" runs inline code (--eval/--print: the program is on the command line); run a server file or package instead",
     ),
     ok("uvx", &["mcp-server-fetch"]),
-    ok("uvx", &["--from", "git+https://github.com/x/y", "server"]),
+    ok("uvx", &["--from", "git+https://git.example/x/y", "server"]),
     ok("uvx", &["mcp-server-git", "--repository", "/r"]),
     ok("uvx", &["python@3.12", "server.py"]),
     no(
