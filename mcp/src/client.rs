@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ServerConfig, TransportKind};
 use crate::policy::StdioPolicy;
 use crate::process::{ServerProcess, SpawnSpec, StopStep};
+use crate::redirect::RefusedRedirects;
 use crate::stderr_log::StderrLog;
 use crate::stdio::{Delivered, Fault, MAX_MESSAGE_BYTES, StdioTransport};
 
@@ -261,7 +262,6 @@ pub(crate) struct ConnectContext<'a> {
     pub work_dir: std::path::PathBuf,
     pub log: Arc<StderrLog>,
     pub signals: mpsc::UnboundedSender<ServerSignal>,
-    pub http: &'a reqwest::Client,
 }
 
 /// One live session.
@@ -272,6 +272,8 @@ pub(crate) struct Connection {
     /// stdio only: which requests were written to the child.
     delivered: Option<Delivered>,
     progress: ProgressSinks,
+    /// Streamable HTTP: the redirects to another origin its client refused.
+    refused: Option<RefusedRedirects>,
     pub info: SessionInfo,
     pid: Option<i32>,
     _listen: Option<tokio::task::JoinHandle<()>>,
@@ -314,10 +316,11 @@ impl Connection {
         let delivered: Option<Delivered> =
             (config.transport == TransportKind::Stdio).then(Arc::default);
         let timeout = config.timeouts.connect();
+        let mut refused = None;
         let (service, process) = match config.transport {
             TransportKind::Stdio => {
                 let command = config.command.clone().unwrap_or_default();
-                ctx.policy.check(&command, &config.args)?;
+                ctx.policy.check_server(config)?;
                 crate::private_dir_all(&ctx.work_dir)
                     .map_err(|e| format!("cannot create the server's folder: {e}"))?;
                 let spec = SpawnSpec {
@@ -381,9 +384,14 @@ impl Connection {
                     headers.insert(name, value);
                 }
                 cfg.custom_headers = headers;
+                // A client per connection: its redirect policy records a
+                // refused redirect to another origin for the errors below.
+                let redirects = RefusedRedirects::default();
+                let http = crate::redirect::http_client(&redirects)?;
+                refused = Some(redirects.clone());
                 let deadline = tokio::time::Instant::now() + timeout;
                 let transport =
-                    StreamableHttpClientTransport::with_client(ctx.http.clone(), cfg.clone());
+                    StreamableHttpClientTransport::with_client(http.clone(), cfg.clone());
                 let mut outcome = tokio::time::timeout_at(
                     deadline,
                     serve_client_with_lifecycle(handler.clone(), transport, lifecycle_auto()),
@@ -396,8 +404,7 @@ impl Connection {
                     // The probe is spent with its transport; the legacy
                     // server gets `initialize` on a fresh one.
                     probe = Some(format!("{e}; then `initialize` on a new connection: "));
-                    let transport =
-                        StreamableHttpClientTransport::with_client(ctx.http.clone(), cfg);
+                    let transport = StreamableHttpClientTransport::with_client(http, cfg);
                     outcome = tokio::time::timeout_at(
                         deadline,
                         serve_client_with_lifecycle(
@@ -409,13 +416,19 @@ impl Connection {
                     .await;
                 }
                 let service = outcome
-                    .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))?
-                    .map_err(|e| {
-                        let why = format!("{}{e}", probe.unwrap_or_default());
-                        format!(
-                            "handshake with {url} failed: {}",
-                            redact_error(&why, config)
-                        )
+                    .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))
+                    .and_then(|r| {
+                        r.map_err(|e| {
+                            let why = format!("{}{e}", probe.unwrap_or_default());
+                            format!(
+                                "handshake with {url} failed: {}",
+                                redact_error(&why, config)
+                            )
+                        })
+                    })
+                    .map_err(|e| match redirects.explain() {
+                        Some(why) => format!("handshake with {url} failed: {why}"),
+                        None => e,
                     })?;
                 (service, None)
             }
@@ -512,6 +525,7 @@ impl Connection {
             fault,
             delivered,
             progress,
+            refused,
             info,
             pid,
             _listen: listen,
@@ -560,6 +574,32 @@ impl Connection {
     /// cancellation sends `notifications/cancelled`. Progress notifications
     /// go to `progress`.
     pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, Value>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallToolResult, CallErrorKind> {
+        let outcome = self
+            .call_inner(tool, arguments, timeout, cancel, progress)
+            .await;
+        match outcome {
+            // The transport failed because a redirect to another origin
+            // was not followed: say so, rather than what it made of the
+            // redirect response.
+            Err(
+                CallErrorKind::Protocol(_)
+                | CallErrorKind::Disconnected(_)
+                | CallErrorKind::NotDelivered(_),
+            ) if let Some(why) = self.refused.as_ref().and_then(RefusedRedirects::explain) => {
+                Err(CallErrorKind::Protocol(why))
+            }
+            other => other,
+        }
+    }
+
+    async fn call_inner(
         &self,
         tool: &str,
         arguments: serde_json::Map<String, Value>,

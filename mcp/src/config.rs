@@ -15,7 +15,8 @@
 //!       "transport": "stdio",
 //!       "command": "python3",
 //!       "args": ["notes_server.py"],
-//!       "env": {"NOTES_TOKEN": "…"},
+//!       "env": {"NOTES_TOKEN": "…", "PYTHONPATH": "/opt/notes/lib"},
+//!       "allow_env": ["PYTHONPATH"],
 //!       "enabled": true,
 //!       "allowed_persona_ids": ["*"]
 //!     },
@@ -234,9 +235,20 @@ pub struct ServerConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// stdio: environment variables given to the child (its environment is
-    /// otherwise cleared; see the supervisor).
+    /// otherwise cleared; the supervisor adds `PATH`, `HOME`, `TMPDIR`,
+    /// `LANG` and [`SERVER_TAG_ENV`](crate::SERVER_TAG_ENV), which this may
+    /// not set). A variable that makes the
+    /// runtime load code it names (`LD_PRELOAD`, `PATH`, `NODE_OPTIONS`,
+    /// `PYTHONPATH`, … see [`code_loading_env`](crate::code_loading_env))
+    /// is refused unless `allow_env` lists it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, Secret>,
+    /// stdio: the code-loading variables of `env` the operator allows for
+    /// this server anyway, by exact name, e.g. `["NODE_OPTIONS"]`. Default
+    /// empty. Each name must be set in `env` and be one the stdio policy
+    /// would refuse.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_env: Vec<String>,
     /// HTTP transports: the endpoint URL (`http` or `https`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -305,6 +317,7 @@ impl ServerConfig {
             command: None,
             args: Vec::new(),
             env: BTreeMap::new(),
+            allow_env: Vec::new(),
             url: None,
             headers: BTreeMap::new(),
             enabled: true,
@@ -354,7 +367,25 @@ impl ServerConfig {
                     if key.is_empty() || key.contains('=') || key.contains('\0') {
                         return Err(format!("`env` has an invalid variable name {key:?}"));
                     }
+                    if key == crate::SERVER_TAG_ENV {
+                        return Err(format!(
+                            "`env` sets {key}, which the supervisor sets itself to find the server's processes; remove it"
+                        ));
+                    }
                 }
+                for name in &self.allow_env {
+                    if !self.env.contains_key(name) {
+                        return Err(format!(
+                            "`allow_env` lists {name:?}, which `env` does not set; remove it from `allow_env`"
+                        ));
+                    }
+                    if crate::policy::code_loading_env(name).is_none() {
+                        return Err(format!(
+                            "`allow_env` lists {name:?}, which the stdio policy does not refuse; remove it from `allow_env` (only code-loading variables need allowing)"
+                        ));
+                    }
+                }
+                crate::policy::refuse_env(self.env.keys(), &self.allow_env)?;
             }
             TransportKind::StreamableHttp | TransportKind::Sse => {
                 let Some(url) = self.url.as_deref() else {
@@ -369,9 +400,13 @@ impl ServerConfig {
                 if reqwest::Url::parse(url).is_err() {
                     return Err(format!("`url` {url:?} is not a valid URL"));
                 }
-                if self.command.is_some() || !self.args.is_empty() || !self.env.is_empty() {
+                if self.command.is_some()
+                    || !self.args.is_empty()
+                    || !self.env.is_empty()
+                    || !self.allow_env.is_empty()
+                {
                     return Err(format!(
-                        "`command`, `args` and `env` are for transport `stdio`; remove them for `{}`",
+                        "`command`, `args`, `env` and `allow_env` are for transport `stdio`; remove them for `{}`",
                         self.transport
                     ));
                 }
@@ -766,10 +801,48 @@ mod tests {
                 r#"{"name": "a", "transport": "streamable_http", "url": "http://x", "headers": {"X": "a\nb"}}"#,
                 "invalid value for \"X\"",
             ),
+            (
+                r#"{"name": "a", "transport": "stdio", "command": "node", "env": {"LD_PRELOAD": "/x.so"}}"#,
+                "`env` sets LD_PRELOAD, which the dynamic loader reads",
+            ),
+            (
+                r#"{"name": "a", "transport": "stdio", "command": "node", "env": {"PATH": "/tmp"}, "allow_env": ["NODE_OPTIONS"]}"#,
+                "`allow_env` lists \"NODE_OPTIONS\", which `env` does not set",
+            ),
+            (
+                r#"{"name": "a", "transport": "stdio", "command": "node", "env": {"TOKEN": "t"}, "allow_env": ["TOKEN"]}"#,
+                "`allow_env` lists \"TOKEN\", which the stdio policy does not refuse",
+            ),
+            (
+                r#"{"name": "a", "transport": "streamable_http", "url": "http://x", "allow_env": ["PATH"]}"#,
+                "`allow_env` are for transport `stdio`",
+            ),
         ] {
             let e = McpConfig::parse(&format!(r#"{{"servers": [{json}]}}"#)).unwrap_err();
             assert!(e.to_string().contains(want), "{json}: {e}");
         }
+    }
+
+    #[test]
+    fn allow_env_lets_a_code_loading_variable_through() {
+        let text = r#"{"servers": [{"name": "a", "transport": "stdio", "command": "node",
+            "env": {"NODE_OPTIONS": "--max-old-space-size=512"}, "allow_env": ["NODE_OPTIONS"]}]}"#;
+        let c = McpConfig::parse(text).unwrap();
+        assert_eq!(c.servers[0].allow_env, ["NODE_OPTIONS"]);
+        let e =
+            McpConfig::parse(&text.replace(r#", "allow_env": ["NODE_OPTIONS"]"#, "")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("list \"NODE_OPTIONS\" in the server's `allow_env`"),
+            "{e}"
+        );
+        // Names are exact: another case is another variable.
+        let e = McpConfig::parse(&text.replace(r#"["NODE_OPTIONS"]"#, r#"["node_options"]"#))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("`allow_env` lists \"node_options\""),
+            "{e}"
+        );
     }
 
     #[test]
@@ -793,6 +866,8 @@ mod tests {
         let mut c = McpConfig::default();
         let mut s = ServerConfig::stdio("a", "node", ["x.js"]);
         s.env.insert("TOKEN".into(), Secret::new("t"));
+        s.env.insert("NODE_PATH".into(), Secret::new("/opt/lib"));
+        s.allow_env = vec!["NODE_PATH".into()];
         s.timeouts.read_only_secs = Some(2.5);
         c.servers.push(s);
         c.save(&dir).unwrap();

@@ -1,6 +1,8 @@
 //! Import of Claude-Desktop-style `{"mcpServers": {...}}` files.
 //!
-//! Each entry is either a stdio server (`command`, `args`, `env`) or an
+//! Each entry is either a stdio server (`command`, `args`, `env`, and our
+//! own `allow_env` for the code-loading variables of `env` the operator
+//! allows, see [`ServerConfig::allow_env`](crate::ServerConfig)) or an
 //! HTTP server (`url`, optional `type`: `http` / `streamable-http` /
 //! `streamableHttp` → streamable HTTP, `sse` → legacy SSE; default
 //! streamable HTTP, or SSE when the URL path ends in `/sse`; `headers`).
@@ -27,6 +29,8 @@ struct DesktopServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    allow_env: Vec<String>,
     url: Option<String>,
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -101,6 +105,7 @@ pub fn import_desktop_config(text: &str) -> Result<Vec<ServerConfig>, String> {
             .into_iter()
             .map(|(k, v)| (k, Secret::new(v)))
             .collect();
+        config.allow_env = s.allow_env;
         config.headers = s
             .headers
             .into_iter()

@@ -22,6 +22,7 @@ mod manager;
 mod policy;
 mod proc_table;
 mod process;
+mod redirect;
 pub mod sse;
 mod stderr_log;
 mod stdio;
@@ -38,8 +39,11 @@ pub use manager::{
     ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy, ServerState,
     ServerStatus, TestReport, TestStep, register_discovered, server_dir, test_server,
 };
-pub use policy::{ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy};
+pub use policy::{
+    ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy, code_loading_env,
+};
 pub use proc_table::{ProcEntry, group_members};
+pub use process::SERVER_TAG_ENV;
 pub use rmcp::model::CallToolResult;
 pub use stderr_log::{LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
 pub use stdio::MAX_MESSAGE_BYTES;

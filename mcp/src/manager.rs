@@ -243,7 +243,6 @@ struct Slot {
 
 struct Inner {
     opts: ManagerOptions,
-    http: reqwest::Client,
     slots: Mutex<BTreeMap<String, Arc<Slot>>>,
     ready: std::sync::atomic::AtomicBool,
 }
@@ -277,14 +276,12 @@ impl McpManager {
     /// assert!(!m.is_ready());
     /// ```
     pub fn new(opts: ManagerOptions) -> McpManager {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .build()
-            .unwrap_or_default();
+        // What a server orphans comes back to this process, to be stopped
+        // and reaped with the server (Linux; see the process module).
+        crate::process::become_subreaper();
         McpManager {
             inner: Arc::new(Inner {
                 opts,
-                http,
                 slots: Mutex::new(BTreeMap::new()),
                 ready: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -718,7 +715,6 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
             work_dir: server_dir(&inner.opts.data_root, &config.name).join("work"),
             log: slot.log.clone(),
             signals: sig_tx,
-            http: &inner.http,
         };
         let opened = tokio::select! {
             r = Connection::open(&config, ctx) => r,
@@ -1000,14 +996,12 @@ pub async fn test_server(
     };
     let log = Arc::new(server_log(data_root, config));
     let dir = server_dir(data_root, &config.name);
-    let http = reqwest::Client::new();
     let (sig_tx, _sig_rx) = mpsc::unbounded_channel();
     let ctx = ConnectContext {
         policy,
         work_dir: dir.join("work"),
         log,
         signals: sig_tx,
-        http: &http,
     };
     let t = Instant::now();
     let conn = match Connection::open(config, ctx).await {

@@ -45,9 +45,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(90);
 /// reading the stream (back-pressure, not a loss).
 const MESSAGE_QUEUE: usize = 64;
 
-/// How many same-origin redirects the transport's own HTTP client follows.
-const MAX_REDIRECTS: usize = 5;
-
 /// How much of an error response's body is quoted in [`SseError::HttpStatus`].
 const ERROR_BODY_SNIPPET: usize = 300;
 
@@ -316,7 +313,7 @@ impl SseClientTransport {
     /// `config.connect_timeout`, for the `endpoint` event.
     pub async fn connect(config: SseConfig) -> Result<Self, SseError> {
         let client = reqwest::Client::builder()
-            .redirect(same_origin_redirects())
+            .redirect(crate::redirect::same_origin(None))
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|error| SseError::Client { error })?;
@@ -712,25 +709,6 @@ async fn status_error(
         status,
         detail,
     }
-}
-
-/// A redirect policy that follows redirects on the same origin only, so that
-/// the configured headers never leave for another host.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        if attempt.previous().len() > MAX_REDIRECTS {
-            return attempt.error("too many redirects");
-        }
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if same_origin {
-            attempt.follow()
-        } else {
-            attempt.stop()
-        }
-    })
 }
 
 fn parse_sse_url(raw: &str) -> Result<Url, SseError> {

@@ -39,6 +39,9 @@ MODES = {
     "stderr-flood": "init and tool `ping` (answers `pong`) while a thread floods stderr without end",
     "grandchild": "init and tool `ping`; at start spawns a SIGTERM-ignoring grandchild "
     "in the same process group and logs `grandchild <pid>` to stderr",
+    "setsid-grandchild": "init and tool `ping`; at start spawns a child that calls setsid() and "
+    "a daemon (double fork, setsid), both ignoring SIGTERM, and logs `grandchild <pid>` and "
+    "`daemon <pid>` to stderr once they are set up",
     "ignore-sigterm": "init and tool `ping`; ignores SIGTERM and stdin EOF, runs on",
     "notification-flood": "init; then sends 100000 notifications/message while still answering "
     "tools/list and tools/call for `ping`",
@@ -234,6 +237,57 @@ def mode_grandchild() -> None:
     serve(PING_TOOLS, answer_ping)
 
 
+SETSID_CODE = (
+    "import os, signal, sys, time\n"
+    "os.setsid()\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "sys.stdout.write('ready\\n')\n"
+    "sys.stdout.flush()\n"
+    "time.sleep(3600)\n"
+)
+
+
+def spawn_daemon() -> int:
+    """Double fork: the middle process calls setsid() and exits at once, so the
+    daemon is orphaned right away (re-parented to the nearest subreaper); it
+    ignores SIGTERM and sleeps. Returns the daemon's pid once it is set up."""
+    r, w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            os.close(r)
+            os.setsid()
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.write(w, f"{os.getpid()}\n".encode())
+                os.close(w)
+                time.sleep(3600)
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(middle, 0)
+    with os.fdopen(r) as f:
+        return int(f.readline())
+
+
+def mode_setsid_grandchild() -> None:
+    # A child that leaves the server's process group and session.
+    child = subprocess.Popen(
+        [sys.executable, "-c", SETSID_CODE],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    child.stdout.readline()
+    child.stdout.close()
+    log(f"grandchild {child.pid}")
+    log(f"daemon {spawn_daemon()}")
+    serve(PING_TOOLS, answer_ping)
+
+
 def mode_ignore_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     log("hostile: ignore-sigterm: SIGTERM ignored")
@@ -302,6 +356,7 @@ HANDLERS = {
     "huge-line": mode_huge_line,
     "stderr-flood": mode_stderr_flood,
     "grandchild": mode_grandchild,
+    "setsid-grandchild": mode_setsid_grandchild,
     "ignore-sigterm": mode_ignore_sigterm,
     "notification-flood": mode_notification_flood,
     "duplicate-ids": mode_duplicate_ids,

@@ -101,6 +101,11 @@ pub(crate) struct AddArgs {
     /// stdio: an environment variable `KEY=VALUE` (repeatable).
     #[arg(long = "env")]
     env: Vec<String>,
+    /// stdio: allow a code-loading variable of `--env` (`LD_PRELOAD`,
+    /// `PATH`, `NODE_OPTIONS`, `PYTHONPATH`, …) that is otherwise refused
+    /// (repeatable).
+    #[arg(long = "allow-env", value_name = "NAME")]
+    allow_env: Vec<String>,
     /// What the server is for.
     #[arg(long, default_value = "")]
     description: String,
@@ -129,6 +134,7 @@ pub(crate) fn masked(s: &ServerConfig) -> Value {
         "command": s.command,
         "args": s.args,
         "env": mask(&s.env),
+        "allow_env": s.allow_env,
         "url": s.url,
         "headers": mask(&s.headers),
         "enabled": s.enabled,
@@ -343,6 +349,7 @@ fn add(host: &Host, args: AddArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--env expects KEY=VALUE (got a value without `=`)"))?;
         server.env.insert(k, skillhost_mcp::Secret::new(v));
     }
+    server.allow_env = args.allow_env;
     for h in &args.headers {
         let (k, v) = split_pair(h, &[':', '='])
             .ok_or_else(|| anyhow::anyhow!("--header expects `Name: value`"))?;

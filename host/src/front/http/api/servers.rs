@@ -131,6 +131,8 @@ pub(crate) struct ServerView {
     pub args: Vec<String>,
     /// stdio: environment variable names, each value masked.
     pub env: BTreeMap<String, String>,
+    /// stdio: the code-loading variables of `env` allowed for this server.
+    pub allow_env: Vec<String>,
     /// HTTP transports: the endpoint.
     pub url: Option<String>,
     /// HTTP transports: header names, each value masked.
@@ -162,6 +164,7 @@ impl ServerView {
             command: s.command.clone(),
             args: s.args.clone(),
             env: mask(&s.env),
+            allow_env: s.allow_env.clone(),
             url: s.url.clone(),
             headers: mask(&s.headers),
             enabled: s.enabled,
@@ -214,9 +217,14 @@ pub(crate) struct ServerInput {
     /// stdio: its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// stdio: environment variables for the child.
+    /// stdio: environment variables for the child. A variable that makes
+    /// the runtime load code (`LD_PRELOAD`, `PATH`, `NODE_OPTIONS`,
+    /// `PYTHONPATH`, …) is refused unless `allow_env` names it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// stdio: the code-loading variables of `env` to allow anyway.
+    #[serde(default)]
+    pub allow_env: Vec<String>,
     /// HTTP transports: the endpoint URL.
     #[serde(default)]
     pub url: Option<String>,
@@ -300,6 +308,7 @@ impl ServerInput {
             command: self.command,
             args: self.args,
             env: secrets("env", self.env, current.map(|c| &c.env))?,
+            allow_env: self.allow_env,
             url: self.url,
             headers: secrets("headers", self.headers, current.map(|c| &c.headers))?,
             enabled: current.is_some_and(|c| c.enabled),
