@@ -622,7 +622,11 @@ impl Store {
             .conn()
             .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
         if mode == 2 {
-            self.conn().execute_batch("PRAGMA incremental_vacuum;")?;
+            // Each step of this pragma frees one page: step it to the end
+            // (a single step, as `execute` does, frees one page).
+            let mut stmt = self.conn().prepare("PRAGMA incremental_vacuum")?;
+            let mut rows = stmt.query([])?;
+            while rows.next()?.is_some() {}
         } else {
             // Turn incremental vacuuming on for next time (takes effect
             // with this VACUUM).
@@ -816,5 +820,47 @@ mod tests {
         );
         let alive = store.run("run_alive").expect("read").expect("exists");
         assert_eq!(alive.outcome, Outcome::Running);
+    }
+
+    /// The database file and its log, in bytes.
+    fn db_bytes(dir: &std::path::Path) -> u64 {
+        ["", "-wal"]
+            .iter()
+            .filter_map(|ext| {
+                std::fs::metadata(dir.join(format!("{}{ext}", crate::state::DB_FILE))).ok()
+            })
+            .map(|m| m.len())
+            .sum()
+    }
+
+    #[test]
+    fn forgetting_runs_gives_their_pages_back_to_the_file_system() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::open(tmp.path()).expect("open");
+        store.reclaim().expect("reclaim");
+        let empty = db_bytes(tmp.path());
+        let big = "x".repeat(4000);
+        for i in 0..2000 {
+            store
+                .conn()
+                .execute(
+                    "INSERT INTO runs (run_id, tool, server, outcome, args,
+                     created_at_ms, updated_at_ms, expires_at_ms)
+                     VALUES (?1, 't.x', 'skill:t', 'ok', ?2, 1, 1, 1)",
+                    params![format!("run_{i}"), big],
+                )
+                .expect("insert");
+        }
+        store.reclaim().expect("reclaim");
+        let full = db_bytes(tmp.path());
+        assert!(full > empty + 4_000_000, "{full} after 8 MB of runs");
+        let gone = store.forget_before(2).expect("forget");
+        assert_eq!(gone.runs, 2000);
+        store.reclaim().expect("reclaim");
+        let after = db_bytes(tmp.path());
+        assert!(
+            after < empty + 256 * 1024,
+            "{after} bytes left after forgetting every run (empty: {empty})"
+        );
     }
 }
