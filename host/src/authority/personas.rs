@@ -25,7 +25,7 @@ use crate::upstream;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PersonaGrants {
-    /// The persona.
+    /// Id of the persona these grants belong to.
     pub persona: String,
     /// Each MCP server: `name`, `global`, `authorized`.
     pub mcp: Vec<PersonaGrantView>,
@@ -41,7 +41,7 @@ pub struct PersonaGrants {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SkillGrantView {
-    /// The skill.
+    /// Name of the granted skill.
     pub name: String,
     /// Whether the persona is granted it.
     pub granted: bool,

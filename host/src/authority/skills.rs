@@ -28,7 +28,7 @@ use crate::state::skills::TrustedKey;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkillStatus {
-    /// The skill.
+    /// Name of the skill (its manifest's `name`).
     pub name: String,
     /// Its version.
     pub version: String,

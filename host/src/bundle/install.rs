@@ -54,7 +54,7 @@ pub struct InstallOptions {
 /// What an install did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct InstallOutcome {
-    /// The skill.
+    /// Name of the skill installed.
     pub name: String,
     /// Its version.
     pub version: semver::Version,

@@ -39,7 +39,7 @@ pub struct FileEntry {
 pub struct Statement {
     /// [`STATEMENT_FORMAT`].
     pub format: u32,
-    /// Skill name.
+    /// The skill's name, as in its manifest; signed with the rest.
     pub name: String,
     /// Skill version.
     pub version: semver::Version,

@@ -122,11 +122,11 @@ impl std::fmt::Display for SkillIdentity {
 /// One skill from one source.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SkillEntry {
-    /// Skill name.
+    /// The skill's name, shared by every source that provides it.
     pub name: String,
-    /// Version.
+    /// This entry's version, from its manifest.
     pub version: semver::Version,
-    /// Source.
+    /// Where this entry comes from (which decides shadowing).
     pub source: SkillSource,
     /// Identity digest: the signed statement's sha256 for managed installs,
     /// the component's (or manifest's) sha256 otherwise.

@@ -259,9 +259,9 @@ pub struct HostEvent {
     pub run_id: Option<String>,
     /// The persona (`None`: the operator).
     pub persona: Option<String>,
-    /// The tool.
+    /// The tool the event is about (full name), if any.
     pub tool: Option<String>,
-    /// The server.
+    /// The MCP server or `skill:<name>` the event is about, if any.
     pub server: Option<String>,
     /// The outcome.
     pub outcome: Option<Outcome>,

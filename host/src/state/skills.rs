@@ -9,9 +9,9 @@ use crate::state::{Store, now};
 /// One installed skill version as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct InstalledRecord {
-    /// Skill name.
+    /// Name of the installed skill.
     pub name: String,
-    /// Version.
+    /// The installed version (one folder per version).
     pub version: semver::Version,
     /// sha256 of the signed statement (the bundle's identity).
     pub digest: String,

@@ -52,7 +52,7 @@ impl From<PersonaGrantView> for McpGrantView {
 /// A persona's MCP grants: every configured server.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct McpGrantsView {
-    /// The persona.
+    /// Id of the persona whose grants these are.
     pub persona: String,
     /// Every configured server, in the configuration's order.
     pub servers: Vec<McpGrantView>,
@@ -73,7 +73,7 @@ pub(crate) struct McpGrantsInput {
 /// One skill in a persona's grants.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SkillGrantView {
-    /// The skill.
+    /// Name of the granted skill.
     pub name: String,
     /// Whether the persona is granted it.
     pub granted: bool,
@@ -87,7 +87,7 @@ pub(crate) struct SkillGrantView {
 /// A persona's skill grants: every skill.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SkillGrantsView {
-    /// The persona.
+    /// Id of the persona the grant is for.
     pub persona: String,
     /// Every skill.
     pub skills: Vec<SkillGrantView>,

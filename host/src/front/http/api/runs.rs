@@ -100,7 +100,7 @@ pub(crate) struct RunView {
     pub parent_run_id: Option<String>,
     /// The persona; null for the operator.
     pub persona: Option<String>,
-    /// The tool.
+    /// Full name of the tool called (`namespace.name`).
     pub tool: String,
     /// `skill:<name>` or the MCP server.
     pub server: String,
@@ -157,9 +157,9 @@ pub(crate) struct RunReportView {
     pub run_id: String,
     /// The persona; null for the operator.
     pub persona: Option<String>,
-    /// The tool.
+    /// Full name of the tool called (`namespace.name`).
     pub tool: String,
-    /// Its server.
+    /// `skill:<name>` or the MCP server that provides it.
     pub server: String,
     /// How it ended.
     pub outcome: OutcomeView,
@@ -201,11 +201,11 @@ pub(crate) struct EventView {
     pub run_id: Option<String>,
     /// The persona; null for the operator.
     pub persona: Option<String>,
-    /// The tool.
+    /// The tool the event is about (full name), if any.
     pub tool: Option<String>,
-    /// The server.
+    /// The MCP server or `skill:<name>` the event is about, if any.
     pub server: Option<String>,
-    /// The outcome.
+    /// How the call ended, for call events.
     pub outcome: Option<OutcomeView>,
     /// How long the call took.
     pub duration_ms: Option<i64>,

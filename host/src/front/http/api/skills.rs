@@ -128,7 +128,7 @@ pub(crate) struct InstallQuery {
 /// What an install did.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct Installed {
-    /// The skill.
+    /// Name of the skill.
     pub name: String,
     /// The version installed.
     pub version: String,
