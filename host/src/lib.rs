@@ -47,6 +47,7 @@ pub use authority::handoff::{
 };
 pub use authority::metrics::METRICS_CONTENT_TYPE;
 pub use authority::personas::valid_persona_id;
+pub use authority::secrets::SECRETS_KEY_FILE;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
@@ -62,7 +63,7 @@ pub use error::{
 };
 
 // The registry: tools, who provides them, who may see them.
-pub use registry::catalog::{SkillEntry, SkillIdentity, SkillSource};
+pub use registry::catalog::{HeldVersion, SkillEntry, SkillIdentity, SkillSource};
 pub use registry::grants::{
     GrantChange, PersonaGrantView, next_allowed_persona_ids, persona_grants_get,
     persona_grants_put, toggle_grant,
@@ -77,7 +78,7 @@ pub use skill::builtin::{BuiltinSkill, builtin_skills};
 pub use skill::guest_build::{BuildError, build_skill};
 pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
-    SkillManifest, ToolDecl, valid_tool_name,
+    Permissions, SecretDecl, SkillManifest, ToolDecl, valid_tool_name,
 };
 pub use skill::schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
@@ -96,21 +97,23 @@ pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
     DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT,
     HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy,
-    LimitsRequest, MCP_MAX_LISTEN_STREAMS, MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER,
-    MCP_SESSION_IDLE,
+    LimitsRequest, MAX_ORIGINS, MAX_SECRET_BYTES, MAX_SECRETS, MCP_MAX_LISTEN_STREAMS,
+    MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE,
 };
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
-    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, RefReader, Sandbox, SandboxBuilder, SkillComponent,
-    ToolError, TrapReason,
+    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, OriginError, OriginPattern, RefReader, Sandbox,
+    SandboxBuilder, Scheme, SkillComponent, ToolError, TrapReason,
 };
 
 // State: the data dir and its records.
 pub use state::DB_FILE;
 pub use state::data_dir::{SETTINGS_FILE, Settings};
+pub use state::permissions::ApprovalRecord;
 pub use state::personas::Persona;
 pub use state::refs::RefInfo;
 pub use state::runs::{Approval, HostEvent, Outcome, RunFilter, RunPage, RunRecord};
+pub use state::secrets::SecretInfo;
 pub use state::skills::{InstalledRecord, TrustedKey};
 pub use state::tokens::TokenInfo;
 

@@ -104,6 +104,18 @@ pub const MAX_WAITING_ARGS_BYTES: usize = 64 << 10;
 /// database or the operator's queue.
 pub const MAX_PENDING_PER_CALLER: usize = 32;
 
+/// Longest value of a skill secret, in bytes: API tokens and keys are a few
+/// hundred bytes; a header value beyond this is refused by most servers,
+/// and the value is kept (sealed) in the database.
+pub const MAX_SECRET_BYTES: usize = 8 << 10;
+
+/// Most network origins a skill may list: a page an operator can read
+/// before approving it.
+pub const MAX_ORIGINS: usize = 64;
+
+/// Most secrets a skill may declare: each is a value an operator keeps.
+pub const MAX_SECRETS: usize = 16;
+
 /// The limits one call runs under.
 ///
 /// `Limits::default()` is: 64 MiB memory, 10 s deadline, 10¹⁰ fuel,

@@ -38,6 +38,7 @@ pub(crate) mod metrics;
 pub(crate) mod personas;
 mod redaction;
 pub(crate) mod runs;
+pub(crate) mod secrets;
 mod servers;
 mod skills;
 pub(crate) mod tokens;

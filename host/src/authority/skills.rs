@@ -14,8 +14,9 @@ use crate::bundle::OpenedBundle;
 use crate::bundle::install::{InstallOptions, InstallOutcome};
 use crate::bundle::trust::PublicKey;
 use crate::error::{CatalogError, PersonaError, StateError};
-use crate::registry::catalog::SkillSource;
+use crate::registry::catalog::{HeldVersion, SkillSource};
 use crate::registry::{SkillInfo, SkillState};
+use crate::skill::manifest::Permissions;
 use crate::state::skills::TrustedKey;
 
 /// A skill as the registry sees it: source, identity, trust, enablement and
@@ -54,6 +55,15 @@ pub struct SkillStatus {
     pub tool_names: Vec<String>,
     /// What it shadows, as `source:version`.
     pub shadows: Vec<String>,
+    /// What it asks for beyond computing (network origins, secrets,
+    /// assets).
+    pub permissions: Permissions,
+    /// sha256 of the permission set, as `skills approve --digest` and the
+    /// API's approve route take it.
+    pub permissions_digest: String,
+    /// A newer version installed but waiting for approval of the
+    /// permissions it adds.
+    pub held: Option<HeldVersion>,
 }
 
 impl Host {
@@ -91,6 +101,9 @@ impl Host {
                     .map(|m| m.tool_names.clone())
                     .unwrap_or_default(),
                 shadows: info.entry.shadows.clone(),
+                permissions: info.entry.permissions.clone(),
+                permissions_digest: info.entry.permissions.digest(),
+                held: info.entry.held.clone(),
             })
             .collect())
     }
@@ -133,6 +146,117 @@ impl Host {
         lock(&self.inner.store).set_trusted(name)?;
         self.inner.changed();
         Ok(())
+    }
+
+    /// Approves exactly the permission set the skill `name` waits for (a
+    /// held newer version's, else the effective one's) and returns the
+    /// skill as it stands after. With `expected`, the set's digest (shown
+    /// by [`Host::skills`] as `permissions_digest`, or in `held`) must
+    /// match, so a set that changed after it was shown is not approved.
+    /// Every approval is an audit event (`permissions_approved`).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
+    /// let s = host.approve_permissions("weather", None, &skillhost::Decider::operator("cli"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn approve_permissions(
+        &self,
+        name: &str,
+        expected: Option<&str>,
+        by: &super::Decider,
+    ) -> Result<SkillStatus, CatalogError> {
+        let reg = self.inner.registry()?;
+        let Some(info) = reg.skills.get(name) else {
+            return Err(CatalogError::NotFound(format!(
+                "no skill named `{name}` (see `skillhost skills list`)"
+            )));
+        };
+        let entry = &info.entry;
+        let (version, set, identity) = match &entry.held {
+            Some(h) => {
+                // The held version has the effective one's identity unless
+                // it comes from another source; find it among the installs.
+                let identity = self
+                    .held_identity(name, h)
+                    .unwrap_or_else(|| entry.identity());
+                (h.version.clone(), h.permissions.clone(), identity)
+            }
+            None if !entry.unapproved.is_empty() => (
+                entry.version.clone(),
+                entry.permissions.clone(),
+                entry.identity(),
+            ),
+            None => {
+                return Err(CatalogError::Conflict(format!(
+                    "skill `{name}` waits for no approval: everything it asks for is approved \
+                     (`skillhost skills show {name}` shows it)"
+                )));
+            }
+        };
+        let digest = set.digest();
+        if let Some(want) = expected
+            && want != digest
+        {
+            return Err(CatalogError::Conflict(format!(
+                "the permissions of `{name}` {version} are not the set you approved (digest \
+                 {digest}, you gave {}): look again with `skillhost skills show {name}`",
+                crate::escape::escape_control(want, 80, false)
+            )));
+        }
+        lock(&self.inner.store).approve_permissions(
+            name,
+            &identity.stored(),
+            &set.canonical_json(),
+            &digest,
+            &by.to_string(),
+        )?;
+        self.inner.changed();
+        self.inner.emit(crate::state::runs::HostEvent {
+            at_ms: crate::state::runs::now_ms(),
+            kind: "permissions_approved".into(),
+            run_id: None,
+            persona: None,
+            tool: None,
+            server: Some(format!("skill:{name}")),
+            outcome: None,
+            duration_ms: None,
+            detail: serde_json::json!({
+                "skill": name,
+                "version": version.to_string(),
+                "identity": identity.stored(),
+                "digest": digest,
+                "permissions": set,
+                "decided_by": by.to_string(),
+            }),
+        });
+        self.skills()?
+            .into_iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| CatalogError::NotFound(format!("skill `{name}` vanished")))
+    }
+
+    /// The identity of the held version `h` of `name`, from the installs.
+    fn held_identity(
+        &self,
+        name: &str,
+        h: &crate::registry::catalog::HeldVersion,
+    ) -> Option<crate::registry::catalog::SkillIdentity> {
+        use crate::registry::catalog::SkillIdentity;
+        match h.source {
+            SkillSource::Builtin => Some(SkillIdentity::Builtin),
+            SkillSource::Local => Some(SkillIdentity::Local),
+            SkillSource::Managed => {
+                let installed = lock(&self.inner.store).installed().ok()?;
+                let r = installed
+                    .into_iter()
+                    .find(|r| r.name == name && r.version == h.version)?;
+                Some(match r.signer {
+                    Some(k) => SkillIdentity::Signer(k),
+                    None => SkillIdentity::Unsigned(r.digest),
+                })
+            }
+        }
     }
 
     fn known_skill(&self, name: &str) -> Result<(), CatalogError> {

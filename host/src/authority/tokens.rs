@@ -5,14 +5,13 @@
 //! Only a token's sha256 is stored (`crate::state::tokens`); the token
 //! itself is shown once, when it is made.
 
-use std::io::Write as _;
-
 use base64::Engine as _;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
 use super::{Host, lock};
 use crate::error::{StateError, TokenError};
+use crate::state::data_dir::{create_private_once, read_private};
 use crate::state::tokens::TokenInfo;
 
 /// Every token starts with this.
@@ -152,57 +151,28 @@ pub(crate) fn admin_token(dir: &Dir) -> anyhow::Result<String> {
         return Ok(t);
     }
     let token = new_token()?;
-    let tmp = format!(".{ADMIN_TOKEN_FILE}.tmp-{}", std::process::id());
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use cap_std::fs::OpenOptionsExt;
-        opts.mode(0o600);
+    let created = create_private_once(dir, ADMIN_TOKEN_FILE, format!("{token}\n").as_bytes())
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write the admin token file `{ADMIN_TOKEN_FILE}` in the data dir: {e}"
+            )
+        })?;
+    if created {
+        return Ok(token);
     }
-    let _ = dir.remove_file(&tmp);
-    let written = (|| -> std::io::Result<()> {
-        let mut f = dir.open_with(&tmp, &opts)?;
-        f.write_all(token.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        dir.hard_link(&tmp, dir, ADMIN_TOKEN_FILE)
-    })();
-    let _ = dir.remove_file(&tmp);
-    match written {
-        Ok(()) => Ok(token),
-        // Another process made it first: use theirs.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_admin_token(dir)?
-            .ok_or_else(|| anyhow::anyhow!("the admin token file vanished while it was made")),
-        Err(e) => Err(anyhow::anyhow!(
-            "cannot write the admin token file `{ADMIN_TOKEN_FILE}` in the data dir: {e}"
-        )),
-    }
+    // Another process made it first: use theirs.
+    read_admin_token(dir)?
+        .ok_or_else(|| anyhow::anyhow!("the admin token file vanished while it was made"))
 }
 
 fn read_admin_token(dir: &Dir) -> anyhow::Result<Option<String>> {
-    let text = match dir.read_to_string(ADMIN_TOKEN_FILE) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => anyhow::bail!(
-            "cannot read the admin token file `{ADMIN_TOKEN_FILE}` in the data dir: {e}"
-        ),
+    let Some(bytes) = read_private(dir, ADMIN_TOKEN_FILE).map_err(|e| {
+        anyhow::anyhow!("the admin token file: {e:#}; or delete it to get a new token")
+    })?
+    else {
+        return Ok(None);
     };
-    #[cfg(unix)]
-    {
-        use cap_std::fs::PermissionsExt;
-        let mode = dir
-            .metadata(ADMIN_TOKEN_FILE)
-            .map(|m| m.permissions().mode())
-            .unwrap_or(0);
-        if mode & 0o077 != 0 {
-            anyhow::bail!(
-                "the admin token file `{ADMIN_TOKEN_FILE}` in the data dir is readable by other \
-                 users (mode {:o}): run `chmod 600` on it, or delete it to get a new token",
-                mode & 0o777
-            );
-        }
-    }
+    let text = String::from_utf8_lossy(&bytes);
     let token = text.trim();
     if !well_formed(token) {
         anyhow::bail!(

@@ -181,6 +181,32 @@ impl Host {
                         format!("skill `{name}` is disabled (`skillhost skills enable {name}`)"),
                     ),
                     Some(SkillState::Invalid { error }) => (false, format!("skill `{name}` is invalid: {error}")),
+                    Some(SkillState::Unapproved { unapproved }) => (
+                        false,
+                        format!(
+                            "skill `{name}` asks for permissions no operator approved: {} \
+                             (`skillhost skills show {name}` lists them, `skillhost skills approve {name}` \
+                             approves them)",
+                            unapproved.join("; ")
+                        ),
+                    ),
+                    Some(SkillState::SecretsMissing { missing }) => (
+                        false,
+                        format!(
+                            "skill `{name}` declares secrets with no value: {} (`skillhost secrets set \
+                             {name} NAME` reads the value from standard input)",
+                            missing.join(", ")
+                        ),
+                    ),
+                };
+                let detail = match info.and_then(|i| i.entry.held.as_ref()) {
+                    Some(h) => format!(
+                        "{detail}; version {} is installed but waits for approval of: {} \
+                         (`skillhost skills approve {name}` activates it)",
+                        h.version,
+                        h.unapproved.join("; ")
+                    ),
+                    None => detail,
                 };
                 let detail = match info.map(|i| &i.entry) {
                     Some(e) if e.shadows.iter().any(|s| s.starts_with("builtin:")) => format!(

@@ -11,6 +11,7 @@ mod demo;
 mod mcp;
 mod personas;
 mod runs;
+mod secrets;
 mod serve;
 mod skills;
 mod tokens;
@@ -129,6 +130,10 @@ enum Command {
     /// List and manage skills from every source.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// Secrets a skill's HTTP requests carry as headers (values from
+    /// standard input, kept sealed; the skill's code never sees them).
+    #[command(subcommand)]
+    Secrets(secrets::SecretsCommand),
     /// Configure, test and inspect MCP servers (data/mcp_servers.json).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -379,6 +384,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         Command::Uninstall { spec } => skills::uninstall(&cli.data_dir, &spec).await,
         Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd).await,
         Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd).await,
+        Command::Secrets(cmd) => secrets::secrets(&cli.data_dir, cmd).await,
         Command::Mcp(cmd) => mcp::run(&cli.data_dir, cmd).await,
         Command::Personas(cmd) => personas::personas(&cli.data_dir, cmd).await,
         Command::Grants(cmd) => personas::grants(&cli.data_dir, cmd).await,

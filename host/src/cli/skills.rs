@@ -58,6 +58,49 @@ pub(super) enum SkillsCommand {
         /// Skill name.
         name: String,
     },
+    /// One skill in full: state, tools, and the permissions it asks for
+    /// (network origins, secrets, assets), approved or waiting.
+    Show {
+        /// Skill name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve exactly the permissions the skill waits for (shown by
+    /// `skills show`): a new skill's, or those a newer installed version
+    /// adds (it becomes the one that runs).
+    Approve {
+        /// Skill name.
+        name: String,
+        /// Approve only if the set's digest is this one (as `skills show`
+        /// printed it), so a set that changed since is not approved.
+        #[arg(long)]
+        digest: Option<String>,
+    },
+}
+
+/// Prints a permission set, one line per item, indented.
+fn print_permissions(p: &skillhost::Permissions) {
+    if p.is_empty() {
+        println!("    nothing beyond computing");
+        return;
+    }
+    for o in &p.network {
+        println!("    network  {o}");
+    }
+    for s in &p.secrets {
+        println!(
+            "    secret   {} as `{}: {}` to {}",
+            s.name,
+            s.header,
+            s.format,
+            s.origins.join(", ")
+        );
+    }
+    if p.assets {
+        println!("    assets   read its own assets/ folder");
+    }
 }
 
 pub(super) fn keygen(out: &Path) -> anyhow::Result<()> {
@@ -148,6 +191,13 @@ pub(super) async fn install(
     let bytes = read_bundle(file)?;
     let host = open_host(data_dir).await?;
     let installed = host.install_bundle(&bytes, options).await;
+    let now = match &installed {
+        Ok(out) => host
+            .skills()
+            .ok()
+            .and_then(|all| all.into_iter().find(|s| s.name == out.name)),
+        Err(_) => None,
+    };
     host.shutdown().await;
     let out = installed?;
     println!(
@@ -164,6 +214,34 @@ pub(super) async fn install(
             "UNTRUSTED: visible to no persona until `skillhost skills trust`"
         }
     );
+    if let Some(s) = now {
+        let held = s.held.as_ref().filter(|h| h.version == out.version);
+        match held {
+            Some(h) => {
+                println!(
+                    "it asks for more than {} {} was approved for, so {} keeps running until \
+                     `skillhost skills approve {}`:",
+                    s.name, s.version, s.version, s.name
+                );
+                print_permissions(&h.permissions);
+                println!("  beyond what is approved: {}", h.unapproved.join("; "));
+            }
+            None if s.version == out.version.to_string() => {
+                let state = serde_json::to_value(&s.state)?;
+                if !s.permissions.is_empty() {
+                    println!("it asks for:");
+                    print_permissions(&s.permissions);
+                }
+                if state["state"] == "unapproved" {
+                    println!(
+                        "  not approved: it is off until `skillhost skills approve {}` (digest {})",
+                        s.name, s.permissions_digest
+                    );
+                }
+            }
+            None => {}
+        }
+    }
     Ok(())
 }
 
@@ -273,7 +351,86 @@ fn skills_with(host: &skillhost::Host, cmd: SkillsCommand) -> anyhow::Result<()>
                 if let Some(error) = state["error"].as_str() {
                     println!("    invalid: {error}");
                 }
+                if let Some(unapproved) = state["unapproved"].as_array() {
+                    let items: Vec<&str> = unapproved.iter().filter_map(|m| m.as_str()).collect();
+                    println!(
+                        "    waits for approval of: {} (`skillhost skills approve {}`)",
+                        items.join("; "),
+                        s.name
+                    );
+                }
+                if let Some(h) = &s.held {
+                    println!(
+                        "    version {} installed, waits for approval of: {} (`skillhost skills approve {}`)",
+                        h.version,
+                        h.unapproved.join("; "),
+                        s.name
+                    );
+                }
             }
+        }
+        SkillsCommand::Show { name, json } => {
+            let Some(s) = host.skills()?.into_iter().find(|s| s.name == name) else {
+                anyhow::bail!("no skill named `{name}` (see `skillhost skills list`)");
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+                return Ok(());
+            }
+            let state = serde_json::to_value(&s.state)?;
+            println!("name:     {}", s.name);
+            println!("version:  {}", s.version);
+            println!("source:   {}", s.source.as_str());
+            println!("signer:   {}", s.signer.as_deref().unwrap_or("-"));
+            println!("trusted:  {}", if s.trusted { "yes" } else { "NO" });
+            println!("enabled:  {}", if s.enabled { "yes" } else { "no" });
+            println!("state:    {}", state["state"].as_str().unwrap_or("-"));
+            println!("tools:    {}", s.tools.join(", "));
+            println!("permissions (digest {}):", s.permissions_digest);
+            print_permissions(&s.permissions);
+            if let Some(u) = state["unapproved"].as_array() {
+                let items: Vec<&str> = u.iter().filter_map(|m| m.as_str()).collect();
+                println!("  not approved: {}", items.join("; "));
+                println!("  `skillhost skills approve {name}` approves the set above");
+            }
+            if let Some(m) = state["missing"]
+                .as_array()
+                .filter(|_| state["state"] == "secrets_missing")
+            {
+                let items: Vec<&str> = m.iter().filter_map(|m| m.as_str()).collect();
+                println!(
+                    "  secrets not set: {} (`skillhost secrets set {name} NAME` reads one from standard input)",
+                    items.join(", ")
+                );
+            }
+            if let Some(h) = &s.held {
+                println!(
+                    "held:     version {} ({}) is installed and waits for approval (digest {}):",
+                    h.version,
+                    h.source.as_str(),
+                    h.permissions.digest()
+                );
+                print_permissions(&h.permissions);
+                println!("  beyond what is approved: {}", h.unapproved.join("; "));
+                println!(
+                    "  `skillhost skills approve {name}` approves it and makes it the one that runs"
+                );
+            }
+        }
+        SkillsCommand::Approve { name, digest } => {
+            let s = host.approve_permissions(
+                &name,
+                digest.as_deref(),
+                &skillhost::Decider::operator("cli"),
+            )?;
+            let state = serde_json::to_value(&s.state)?;
+            println!(
+                "approved the permissions of {name}; {} {} is {}",
+                s.name,
+                s.version,
+                state["state"].as_str().unwrap_or("-")
+            );
+            print_permissions(&s.permissions);
         }
         SkillsCommand::Enable { name } => {
             host.set_skill_enabled(&name, true)?;

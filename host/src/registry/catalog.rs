@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::sandbox::Sandbox;
 use crate::skill::builtin::{BuiltinSkill, builtin_skills};
-use crate::skill::manifest::SkillManifest;
+use crate::skill::manifest::{Permissions, SkillManifest};
 use crate::skill::{Skill, SkillError};
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
@@ -141,8 +141,32 @@ pub struct SkillEntry {
     pub path: Option<PathBuf>,
     /// Entries of the same name this one shadows, as `source:version`.
     pub shadows: Vec<String>,
+    /// What its manifest asks for (network origins, secrets, assets).
+    pub permissions: Permissions,
+    /// What it asks for beyond what an operator approved for it, one line
+    /// each; not empty means it does not run until `skills approve`.
+    pub unapproved: Vec<String>,
+    /// Declared secrets with no value set for this skill.
+    pub missing_secrets: Vec<String>,
+    /// A newer version of the name, installed but waiting for approval of
+    /// the permissions it adds (this entry runs meanwhile).
+    pub held: Option<HeldVersion>,
     #[serde(skip)]
     builtin: Option<&'static BuiltinSkill>,
+}
+
+/// A version that is installed but not in force because it asks for
+/// permissions no operator approved yet, as browser extensions wait.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HeldVersion {
+    /// The waiting version.
+    pub version: semver::Version,
+    /// Where it comes from.
+    pub source: SkillSource,
+    /// What it asks for beyond the approved set, one line each.
+    pub unapproved: Vec<String>,
+    /// Everything it asks for: what `skills approve` approves.
+    pub permissions: Permissions,
 }
 
 impl SkillEntry {
@@ -202,6 +226,10 @@ fn all_entries(data: &DataDir, store: &Store) -> anyhow::Result<(Vec<SkillEntry>
             trusted: true,
             path: None,
             shadows: Vec::new(),
+            permissions: m.permissions,
+            unapproved: Vec::new(),
+            missing_secrets: Vec::new(),
+            held: None,
             builtin: Some(b),
         });
     }
@@ -224,6 +252,10 @@ fn all_entries(data: &DataDir, store: &Store) -> anyhow::Result<(Vec<SkillEntry>
                     signer: None,
                     path: Some(dir),
                     shadows: Vec::new(),
+                    permissions: m.permissions,
+                    unapproved: Vec::new(),
+                    missing_secrets: Vec::new(),
+                    held: None,
                     builtin: None,
                 });
             }
@@ -231,14 +263,23 @@ fn all_entries(data: &DataDir, store: &Store) -> anyhow::Result<(Vec<SkillEntry>
         }
     }
     for r in store.installed()? {
+        let path = data
+            .root
+            .join("skills")
+            .join(&r.name)
+            .join(r.version.to_string());
+        // An unreadable manifest asks for nothing here; loading the skill
+        // reports it as invalid.
+        let permissions = SkillManifest::load_dir(&path)
+            .map(|m| m.permissions)
+            .unwrap_or_default();
         out.push(SkillEntry {
             enabled: store.enabled(&r.name)?,
-            path: Some(
-                data.root
-                    .join("skills")
-                    .join(&r.name)
-                    .join(r.version.to_string()),
-            ),
+            path: Some(path),
+            permissions,
+            unapproved: Vec::new(),
+            missing_secrets: Vec::new(),
+            held: None,
             name: r.name,
             version: r.version,
             source: SkillSource::Managed,
@@ -265,18 +306,82 @@ pub(crate) fn effective(
             .then(b.source.rank().cmp(&a.source.rank()))
             .then(b.version.cmp(&a.version))
     });
-    let mut out: Vec<SkillEntry> = Vec::new();
+    // One group of candidates per name, best first.
+    let mut groups: Vec<Vec<SkillEntry>> = Vec::new();
     for e in all {
-        match out.last_mut() {
-            Some(top) if top.name == e.name => {
-                let source = serde_json::to_value(&e.source)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
-                top.shadows.push(format!("{source}:{}", e.version));
-            }
-            _ => out.push(e),
+        match groups.last_mut() {
+            Some(g) if g[0].name == e.name => g.push(e),
+            _ => groups.push(vec![e]),
         }
     }
+    let mut out = Vec::with_capacity(groups.len());
+    for group in groups {
+        out.push(pick(group, store)?);
+    }
     Ok((out, problems))
+}
+
+/// The effective entry of one name's candidates (best first): the best one
+/// whose permissions an operator approved (for its identity); a better one
+/// that asks for more is held until approved. When none is approved, the
+/// best is effective and lists what it waits for.
+fn pick(group: Vec<SkillEntry>, store: &Store) -> anyhow::Result<SkillEntry> {
+    let mut held: Option<HeldVersion> = None;
+    let mut chosen: Option<SkillEntry> = None;
+    let mut rest = Vec::new();
+    let mut first_unapproved = None;
+    for mut e in group {
+        if chosen.is_some() {
+            rest.push(e);
+            continue;
+        }
+        let approved = match store.approval(&e.name, &e.identity().stored())? {
+            Some(a) => serde_json::from_str::<Permissions>(&a.permissions).unwrap_or_default(),
+            None => Permissions::default(),
+        };
+        e.unapproved = e.permissions.beyond(&approved);
+        if e.unapproved.is_empty() {
+            chosen = Some(e);
+        } else if first_unapproved.is_none() {
+            first_unapproved = Some(e);
+        } else {
+            rest.push(e);
+        }
+    }
+    let mut top = match (chosen, first_unapproved) {
+        (Some(c), Some(h)) => {
+            held = Some(HeldVersion {
+                version: h.version.clone(),
+                source: h.source.clone(),
+                unapproved: h.unapproved.clone(),
+                permissions: h.permissions.clone(),
+            });
+            rest.insert(0, h);
+            c
+        }
+        (Some(c), None) => c,
+        (None, Some(h)) => h,
+        (None, None) => anyhow::bail!("a skill name with no candidate"),
+    };
+    top.held = held;
+    rest.sort_by(|a, b| {
+        b.source
+            .rank()
+            .cmp(&a.source.rank())
+            .then(b.version.cmp(&a.version))
+    });
+    for e in rest {
+        top.shadows
+            .push(format!("{}:{}", e.source.as_str(), e.version));
+    }
+    let identity = top.identity().stored();
+    for s in &top.permissions.secrets {
+        let set = store
+            .sealed_secret(&top.name, &s.name)?
+            .is_some_and(|sealed| sealed.identity == identity);
+        if !set {
+            top.missing_secrets.push(s.name.clone());
+        }
+    }
+    Ok(top)
 }

@@ -181,6 +181,18 @@ pub enum SkillState {
     },
     /// Not trusted: visible to no persona until `skillhost skills trust`.
     Untrusted,
+    /// Asks for permissions no operator approved: off until `skillhost
+    /// skills approve`.
+    Unapproved {
+        /// What it asks for beyond the approved set, one line each.
+        unapproved: Vec<String>,
+    },
+    /// Declares secrets that have no value: off until `skillhost secrets
+    /// set`.
+    SecretsMissing {
+        /// The secrets without a value.
+        missing: Vec<String>,
+    },
     /// Disabled by the operator.
     Disabled,
     /// The manifest could not be read or a tool is invalid.
@@ -369,6 +381,14 @@ impl Registry {
                         SkillState::Disabled
                     } else if !entry.trusted {
                         SkillState::Untrusted
+                    } else if !entry.unapproved.is_empty() {
+                        SkillState::Unapproved {
+                            unapproved: entry.unapproved.clone(),
+                        }
+                    } else if !entry.missing_secrets.is_empty() {
+                        SkillState::SecretsMissing {
+                            missing: entry.missing_secrets.clone(),
+                        }
                     } else {
                         match reg.register_skill(&m, &inputs.specialists) {
                             Ok(()) => SkillState::Ready,
@@ -598,6 +618,16 @@ impl Registry {
                 SkillState::Invalid { error } => {
                     format!("`{tool}` belongs to skill `{name}`, which is invalid: {error}")
                 }
+                SkillState::Unapproved { unapproved } => format!(
+                    "`{tool}` belongs to skill `{name}`, which asks for permissions no operator \
+                     approved ({}); `skillhost skills approve {name}` approves them",
+                    unapproved.join("; ")
+                ),
+                SkillState::SecretsMissing { missing } => format!(
+                    "`{tool}` belongs to skill `{name}`, which needs secrets that are not set \
+                     ({}); `skillhost secrets set {name} NAME` sets one",
+                    missing.join(", ")
+                ),
                 SkillState::Ready | SkillState::Unresolved { .. } => format!(
                     "`{tool}` of skill `{name}` lost a name conflict (`skillhost tools list` \
                      reports it)"

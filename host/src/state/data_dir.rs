@@ -97,6 +97,51 @@ pub(crate) fn private_new_file() -> cap_std::fs::OpenOptions {
     o
 }
 
+/// Creates the private file `name` in `dir` holding `contents`, unless it
+/// exists: written to a temporary file and linked into place, so a reader
+/// never sees half of it and two processes starting at once agree on one.
+/// Returns whether this call created it (`false`: it was there, or another
+/// process made it first).
+pub(crate) fn create_private_once(dir: &Dir, name: &str, contents: &[u8]) -> std::io::Result<bool> {
+    use std::io::Write as _;
+    let tmp = format!(".{name}.tmp-{}", std::process::id());
+    let _ = dir.remove_file(&tmp);
+    let written = (|| -> std::io::Result<()> {
+        let mut f = dir.open_with(&tmp, &private_new_file())?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        dir.hard_link(&tmp, dir, name)
+    })();
+    let _ = dir.remove_file(&tmp);
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads the private file `name` in `dir`; `None` when it does not exist.
+/// Refuses a file other users may read, saying what to do.
+pub(crate) fn read_private(dir: &Dir, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    use cap_std::fs::PermissionsExt as _;
+    let bytes = match dir.read(name) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => anyhow::bail!("cannot read `{name}` in the data dir: {e}"),
+    };
+    let mode = dir
+        .metadata(name)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0);
+    if mode & 0o077 != 0 {
+        anyhow::bail!(
+            "`{name}` in the data dir is readable by other users (mode {:o}): run `chmod 600` on it",
+            mode & 0o777
+        );
+    }
+    Ok(Some(bytes))
+}
+
 /// Warns (once per process) when the data dir at `root` can be read or
 /// entered by other users.
 fn warn_if_shared(root: &Path) {

@@ -4,9 +4,11 @@
 //! change so a kill -9 leaves the last committed state.
 
 pub(crate) mod data_dir;
+pub(crate) mod permissions;
 pub(crate) mod personas;
 pub(crate) mod refs;
 pub(crate) mod runs;
+pub(crate) mod secrets;
 pub(crate) mod skills;
 pub(crate) mod tokens;
 pub(crate) mod upstream;
@@ -164,6 +166,35 @@ const MIGRATIONS: &[&str] = &[
     // first read.
     "ALTER TABLE skill_grants ADD COLUMN identity TEXT;
      CREATE TRIGGER gen_grants_u AFTER UPDATE ON skill_grants BEGIN UPDATE generation SET value = value + 1; END;",
+    // 8: the permissions (network origins, secrets, assets) an operator
+    // approved for a skill, by the skill's identity (the set as canonical
+    // JSON and its sha256); and skill secrets, sealed under the key file
+    // `secrets.key` (never stored in the clear), bound to the identity of
+    // the skill they were set for. Both change what is ready.
+    "CREATE TABLE permission_approvals (
+        skill TEXT NOT NULL,
+        identity TEXT NOT NULL,
+        permissions TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        approved_by TEXT NOT NULL,
+        approved_at INTEGER NOT NULL,
+        PRIMARY KEY (skill, identity)
+     );
+     CREATE TABLE skill_secrets (
+        skill TEXT NOT NULL,
+        name TEXT NOT NULL,
+        identity TEXT NOT NULL,
+        nonce BLOB NOT NULL,
+        sealed BLOB NOT NULL,
+        set_at INTEGER NOT NULL,
+        PRIMARY KEY (skill, name)
+     );
+     CREATE TRIGGER gen_approvals_i AFTER INSERT ON permission_approvals BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_approvals_u AFTER UPDATE ON permission_approvals BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_approvals_d AFTER DELETE ON permission_approvals BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_secrets_i AFTER INSERT ON skill_secrets BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_secrets_u AFTER UPDATE ON skill_secrets BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_secrets_d AFTER DELETE ON skill_secrets BEGIN UPDATE generation SET value = value + 1; END;",
 ];
 
 /// The database.

@@ -10,6 +10,9 @@ use serde_json::Value;
 
 use crate::limits::LimitsRequest;
 
+mod permissions;
+pub use permissions::{Permissions, SecretDecl};
+
 /// Name of the manifest file in a skill folder.
 pub const MANIFEST_FILE: &str = "skill.yaml";
 
@@ -93,6 +96,11 @@ pub struct SkillManifest {
     /// Free-form string metadata (Agent Skills `metadata`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// What the component may reach beyond computing (network origins,
+    /// secrets, its assets); nothing unless declared, and nothing until an
+    /// operator approved it.
+    #[serde(default, skip_serializing_if = "Permissions::is_empty")]
+    pub permissions: Permissions,
 }
 
 /// One tool a skill's component implements.
@@ -418,7 +426,7 @@ impl SkillManifest {
         let yaml = yaml.strip_prefix('\u{feff}').unwrap_or(yaml);
         let value = parse_yaml(yaml).map_err(|e| ManifestError::Syntax(e.to_string()))?;
         check_depth(&value, 0)?;
-        let manifest: SkillManifest =
+        let mut manifest: SkillManifest =
             serde_yaml::from_value(value).map_err(|e| ManifestError::Syntax(e.to_string()))?;
         manifest.validate()?;
         Ok(manifest)
@@ -515,7 +523,7 @@ impl SkillManifest {
             Some(AllowedTools::List(v)) => v,
             Some(AllowedTools::Text(t)) => t.split_whitespace().map(str::to_string).collect(),
         };
-        let manifest = SkillManifest {
+        let mut manifest = SkillManifest {
             name: fm.name,
             version,
             description: fm.description,
@@ -528,6 +536,8 @@ impl SkillManifest {
             license: fm.license,
             compatibility: fm.compatibility,
             metadata: fm.metadata,
+            // A SKILL.md skill has no component: nothing would use them.
+            permissions: Permissions::default(),
         };
         manifest.validate()?;
         Ok(manifest)
@@ -557,9 +567,15 @@ impl SkillManifest {
         }
     }
 
-    /// Checks everything serde cannot: names, uniqueness, schemas, paths.
-    fn validate(&self) -> Result<(), ManifestError> {
+    /// Checks everything serde cannot: names, uniqueness, schemas, paths,
+    /// permissions (put in canonical form).
+    fn validate(&mut self) -> Result<(), ManifestError> {
         let mut problems = Vec::new();
+        self.permissions.validate(&mut problems);
+        if !self.permissions.is_empty() && self.component.is_none() {
+            problems
+                .push("`permissions`: the skill has no `component`; nothing would use them".into());
+        }
         if !valid_skill_name(&self.name) {
             problems.push(format!(
                 "`name`: `{}` must match [a-z0-9][a-z0-9._-]{{0,63}}",

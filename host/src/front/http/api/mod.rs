@@ -29,6 +29,7 @@ mod openapi;
 mod personas;
 mod refs;
 mod runs;
+mod secrets;
 mod servers;
 mod skills;
 mod tools;
@@ -93,6 +94,9 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(skills::enable))
         .routes(routes!(skills::disable))
         .routes(routes!(skills::trust))
+        .routes(routes!(skills::approve))
+        .routes(routes!(secrets::list))
+        .routes(routes!(secrets::set, secrets::remove))
         .routes(routes!(servers::list, servers::add))
         .routes(routes!(servers::get, servers::replace, servers::remove))
         .routes(routes!(servers::enable))

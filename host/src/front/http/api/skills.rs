@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::{PathArgs, QueryArgs, Upload};
+use super::extract::{JsonBody, PathArgs, QueryArgs, Upload};
 use super::{Removed, blocking};
 use crate::authority::{Host, SkillStatus};
 use crate::bundle::install::InstallOptions;
 use crate::front::http::{AdminAuth, AppState};
 use crate::registry::SkillState;
-use crate::registry::catalog::SkillSource;
+use crate::registry::catalog::{HeldVersion, SkillSource};
+use crate::skill::manifest::Permissions;
 
 /// The largest bundle an upload may carry: the bundle limit itself
 /// ([`crate::MAX_ARCHIVE_BYTES`], 25 MiB).
@@ -47,6 +48,11 @@ pub(crate) enum SkillStateView {
     Disabled,
     /// The manifest or a tool is invalid (`error`).
     Invalid,
+    /// Asks for permissions no operator approved (`unapproved`): off until
+    /// `POST /api/skills/{name}/approve`.
+    Unapproved,
+    /// Declares secrets with no value (`missing`): off until they are set.
+    SecretsMissing,
 }
 
 /// A skill: the effective one of its name.
@@ -64,7 +70,9 @@ pub(crate) struct SkillView {
     pub enabled: bool,
     /// Whether its tools are registered.
     pub state: SkillStateView,
-    /// For `unresolved`: the names of `tool_names` that match no tool.
+    /// For `unresolved`: the names of `tool_names` that match no tool; for
+    /// `unapproved`: what it asks for beyond the approved set; for
+    /// `secrets_missing`: the secrets with no value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing: Option<Vec<String>>,
     /// For `invalid`: what is wrong.
@@ -76,6 +84,18 @@ pub(crate) struct SkillView {
     pub tool_names: Vec<String>,
     /// The other sources of the same name it shadows.
     pub shadows: Vec<String>,
+    /// What it asks for beyond computing: `network` origins, `secrets`
+    /// (name, origins, header, format; never a value), `assets`.
+    #[schema(value_type = Object)]
+    pub permissions: Permissions,
+    /// sha256 of that set: `POST /api/skills/{name}/approve` takes it.
+    pub permissions_digest: String,
+    /// A newer version installed but waiting for approval of the
+    /// permissions it adds: `version`, `source`, `unapproved`,
+    /// `permissions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub held: Option<HeldVersion>,
 }
 
 impl From<SkillStatus> for SkillView {
@@ -86,6 +106,12 @@ impl From<SkillStatus> for SkillView {
             SkillState::Untrusted => (SkillStateView::Untrusted, None, None),
             SkillState::Disabled => (SkillStateView::Disabled, None, None),
             SkillState::Invalid { error } => (SkillStateView::Invalid, None, Some(error)),
+            SkillState::Unapproved { unapproved } => {
+                (SkillStateView::Unapproved, Some(unapproved), None)
+            }
+            SkillState::SecretsMissing { missing } => {
+                (SkillStateView::SecretsMissing, Some(missing), None)
+            }
         };
         SkillView {
             name: s.name,
@@ -103,6 +129,9 @@ impl From<SkillStatus> for SkillView {
             tools: s.tools,
             tool_names: s.tool_names,
             shadows: s.shadows,
+            permissions: s.permissions,
+            permissions_digest: s.permissions_digest,
+            held: s.held,
         }
     }
 }
@@ -345,6 +374,51 @@ pub(crate) async fn trust(
         find(&host, &name)?;
         host.trust_skill(&name)?;
         Ok(Json(find(&host, &name)?))
+    })
+    .await
+}
+
+/// Which permission set an approval is for.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApproveInput {
+    /// The set's digest as shown (`permissions_digest`, or
+    /// `held.permissions` digest for a held version, as `skillhost skills
+    /// show` prints it): the approval is refused (409) if the set the
+    /// skill waits for is not this one.
+    pub digest: String,
+}
+
+/// Approves exactly the permission set the skill waits for: a new skill's,
+/// or the one a newer installed version adds (that version then runs).
+/// An audit event (`permissions_approved`) records it.
+#[utoipa::path(
+    post,
+    path = "/skills/{name}/approve",
+    operation_id = "skills_approve",
+    tag = "skills",
+    params(("name" = String, Path, description = "The skill")),
+    request_body = ApproveInput,
+    responses(
+        (status = 200, description = "Approved; the skill as it stands now", body = SkillView),
+        (status = 404, description = "No skill of that name", body = ErrorBody),
+        (status = 409, description = "Nothing waits for approval, or the set is not the one whose digest was given", body = ErrorBody),
+    )
+)]
+pub(crate) async fn approve(
+    _: AdminAuth,
+    State(st): State<AppState>,
+    PathArgs(name): PathArgs<String>,
+    JsonBody(input): JsonBody<ApproveInput>,
+) -> Result<Json<SkillView>, ApiError> {
+    let host = st.host().clone();
+    blocking(move || {
+        let s = host.approve_permissions(
+            &name,
+            Some(&input.digest),
+            &crate::authority::Decider::operator("admin-token"),
+        )?;
+        Ok(Json(SkillView::from(s)))
     })
     .await
 }
