@@ -101,8 +101,8 @@ pub use limits::{
 };
 pub use sandbox::{
     CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
-    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, RefReader, Sandbox, SandboxBuilder, SkillComponent,
-    ToolError, TrapReason,
+    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, OriginError, OriginPattern, RefReader, Sandbox,
+    SandboxBuilder, Scheme, SkillComponent, ToolError, TrapReason,
 };
 
 // State: the data dir and its records.

@@ -10,6 +10,7 @@ mod cache;
 mod component;
 mod imports;
 mod invoke;
+mod outbound;
 mod outcome;
 mod state;
 mod ticker;
@@ -23,6 +24,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllo
 
 pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
 pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefReader};
+pub use outbound::{OriginError, OriginPattern, Scheme};
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 
 use crate::limits::LimitsPolicy;
