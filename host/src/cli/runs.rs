@@ -52,6 +52,19 @@ pub(super) enum RunsCommand {
         /// The run id.
         id: String,
     },
+    /// The audit events, newest first: calls, approvals, refusals,
+    /// permission approvals, secrets set and removed, outbound requests.
+    Events {
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Go on from an earlier page (the cursor it printed on stderr).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -130,6 +143,32 @@ pub(super) async fn runs(
                 );
                 for r in &runs {
                     println!("{}", line(r));
+                }
+            }
+        }
+        RunsCommand::Events {
+            limit,
+            cursor,
+            json,
+        } => {
+            let page = host.event_page(limit, cursor.as_deref())?;
+            if let Some(next) = &page.next {
+                eprintln!("more events: `--cursor {next}` lists the next page");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page.events)?);
+            } else if page.events.is_empty() {
+                println!("no events");
+            } else {
+                for e in &page.events {
+                    println!(
+                        "{:<14} {:<22} {:<16} {:<24} {}",
+                        e.at_ms,
+                        e.kind,
+                        e.persona.as_deref().unwrap_or("-"),
+                        e.tool.as_deref().or(e.server.as_deref()).unwrap_or("-"),
+                        e.detail
+                    );
                 }
             }
         }
