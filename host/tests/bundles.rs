@@ -1094,13 +1094,46 @@ fn yaml_unknown_field() {
     let alice = Publisher::new();
     let host = Host::trusting(&alice);
     let manifest = String::from_utf8(skill_files("1.0.0")[0].1.clone()).unwrap();
-    let yaml = format!("{manifest}permissions: [filesystem, network]\n");
+    let yaml = format!("{manifest}capabilities: [filesystem, network]\n");
     install_refused(
         &host,
         &bundle_with_manifest(&alice, &yaml),
         &[],
-        &["json-tools@1.0.0: skill.yaml: unknown field `permissions`"],
+        &["json-tools@1.0.0: skill.yaml: unknown field `capabilities`"],
     );
+}
+
+#[test]
+fn malformed_permissions_are_refused_by_verify_and_install_naming_the_field() {
+    let alice = Publisher::new();
+    let host = Host::trusting(&alice);
+    let manifest = String::from_utf8(skill_files("1.0.0")[0].1.clone()).unwrap();
+    for (permissions, words) in [
+        (
+            "permissions: [filesystem, network]\n",
+            &["`permissions` as a mapping of `network`, `secrets` and `assets`"][..],
+        ),
+        (
+            "permissions:\n  network: [\"*\"]\n",
+            &["`permissions.network[0]`", "a bare `*`"][..],
+        ),
+        (
+            "permissions:\n  network: [https://api.example.com/v1]\n",
+            &["`permissions.network[0]`", "cannot have a path"][..],
+        ),
+        (
+            "permissions:\n  network: [https://a.example.com]\n  secrets:\n    - name: t\n      origins: [https://b.example.com]\n",
+            &[
+                "`permissions.secrets[0].origins[0]`",
+                "not in `permissions.network`",
+            ][..],
+        ),
+    ] {
+        let bundle = bundle_with_manifest(&alice, &format!("{manifest}{permissions}"));
+        verify_refused(&host, &bundle, words);
+        install_refused(&host, &bundle, &[], words);
+        assert!(host.listed(SKILL).is_none(), "nothing installed");
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -123,7 +123,24 @@ fn trusted_key_lookup(
 pub(crate) fn verify(data: &DataDir, bytes: &[u8]) -> Result<OpenedBundle, CatalogError> {
     let store = Store::open(&data.root).map_err(state)?;
     let lookup = trusted_key_lookup(&store)?;
-    open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))
+    let bundle = open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))?;
+    // The manifest is checked as install checks it (permissions included),
+    // so verify refuses what install would.
+    let label = format!("{}@{}", bundle.statement.name, bundle.statement.version);
+    let manifest = match (
+        bundle.files.get(crate::skill::manifest::MANIFEST_FILE),
+        bundle.files.get(crate::skill::manifest::AGENT_SKILL_FILE),
+    ) {
+        (Some(y), _) => SkillManifest::parse(&String::from_utf8_lossy(y)),
+        (None, Some(md)) => SkillManifest::parse_skill_md(&String::from_utf8_lossy(md)),
+        (None, None) => {
+            return Err(err(format!(
+                "{label}: the bundle has neither skill.yaml nor SKILL.md"
+            )));
+        }
+    };
+    manifest.map_err(|e| err(format!("{label}: {e}")))?;
+    Ok(bundle)
 }
 
 /// Removes staging leftovers and reconciles folders with records.

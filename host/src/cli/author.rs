@@ -159,10 +159,18 @@ pub(super) async fn check(sandbox: &Sandbox, dir: &Path) -> (Vec<String>, String
             Err(e) => problems.push(format!("examples[{i}] ({}): {e}", ex.tool)),
         }
     }
-    let summary = format!(
+    let mut summary = format!(
         "{label}: {} tools, {passed}/{} examples passed",
         manifest.tools.len(),
         manifest.examples.len()
     );
+    let asks = manifest.permissions.beyond(&Default::default());
+    if !asks.is_empty() {
+        summary.push_str(&format!(
+            "; asks for (an operator approves it with `skillhost skills approve {}`): {}",
+            manifest.name,
+            asks.join("; ")
+        ));
+    }
     (problems, summary)
 }

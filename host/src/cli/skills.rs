@@ -151,6 +151,13 @@ pub(super) async fn verify(data_dir: &Path, file: &Path, json: bool) -> anyhow::
     host.shutdown().await;
     let b = verified?;
     let trusted = matches!(b.signer, Signer::Trusted { .. });
+    // The manifest is one of the signed files; verify checked it parses.
+    let permissions = b
+        .files
+        .get(skillhost::MANIFEST_FILE)
+        .and_then(|y| skillhost::SkillManifest::parse(&String::from_utf8_lossy(y)).ok())
+        .map(|m| m.permissions)
+        .unwrap_or_default();
     if json {
         println!(
             "{}",
@@ -160,6 +167,8 @@ pub(super) async fn verify(data_dir: &Path, file: &Path, json: bool) -> anyhow::
                 "digest": b.digest,
                 "signer": b.signer.key_id(),
                 "trusted": trusted,
+                "permissions": permissions,
+                "permissions_digest": permissions.digest(),
                 "files": b.statement.files,
             }))?
         );
@@ -175,6 +184,8 @@ pub(super) async fn verify(data_dir: &Path, file: &Path, json: bool) -> anyhow::
                 Signer::Trusted { key_id } => format!("{key_id} (trusted, signature verified)"),
             }
         );
+        println!("permissions (digest {}):", permissions.digest());
+        print_permissions(&permissions);
         println!("files:");
         for f in &b.statement.files {
             println!("  {:>9}  {}  {}", f.size, &f.sha256[..16], f.path);

@@ -61,7 +61,10 @@ const RESERVED_HEADERS: &[&str] = &[
 /// assert!(!p.is_empty());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "`permissions` as a mapping of `network`, `secrets` and `assets`"
+)]
 pub struct Permissions {
     /// Origins the component may send HTTP requests to (`scheme://host`,
     /// `*.` for any subdomain, an explicit `:port` or `:*`). Canonical after
@@ -79,7 +82,10 @@ pub struct Permissions {
 /// One secret a skill declares: the host keeps its value and adds it as a
 /// header to requests going to `origins`; the component never sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a secret in `permissions.secrets` as a mapping of `name`, `origins`, `header` and `format`"
+)]
 pub struct SecretDecl {
     /// The secret's name (`[a-z0-9_]{1,64}`), as `skillhost secrets set`
     /// takes it.
