@@ -95,15 +95,20 @@ pub use bundle::{
 // The sandbox and its limits.
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_MAX_HOSTWARD_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_STDIO_BYTES,
-    DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT,
-    HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy,
-    LimitsRequest, MAX_ORIGINS, MAX_SECRET_BYTES, MAX_SECRETS, MCP_MAX_LISTEN_STREAMS,
-    MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE,
+    DEFAULT_MEMORY_BYTES, DEFAULT_OUTBOUND_MAX_CONCURRENT, DEFAULT_OUTBOUND_MAX_REQUEST_BODY_BYTES,
+    DEFAULT_OUTBOUND_MAX_REQUESTS, DEFAULT_OUTBOUND_MAX_RESPONSE_BODY_BYTES,
+    DEFAULT_OUTBOUND_MAX_RESPONSE_HEADER_BYTES, DEFAULT_OUTBOUND_REQUEST_TIMEOUT, DEFAULT_TIMEOUT,
+    HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, HTTP_MAX_CONNECTIONS,
+    HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy, LimitsRequest, MAX_ORIGINS,
+    MAX_SECRET_BYTES, MAX_SECRETS, MCP_MAX_LISTEN_STREAMS, MCP_MAX_SESSIONS,
+    MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, OutboundLimits,
 };
 pub use sandbox::{
-    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
-    LoadError, LoadErrorKind, MAX_INVOKE_DEPTH, OriginError, OriginPattern, RefReader, Sandbox,
-    SandboxBuilder, Scheme, SkillComponent, ToolError, TrapReason,
+    AddressClass, CallError, CallFailure, CallOptions, CallOutput, Capabilities, DenyReason,
+    InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind,
+    MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome,
+    OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme, SecretHeader, SecretValue,
+    SkillComponent, ToolError, TrapReason,
 };
 
 // State: the data dir and its records.

@@ -1,6 +1,6 @@
 //! Every limit of the host, each with the reason for its value: the
 //! resource limits of one sandboxed call and the policy that caps them;
-//! the HTTP front's connection limits; the limits on sessions, streams,
+//! the outbound HTTP limits of a call; the HTTP front's connection limits; the limits on sessions, streams,
 //! pending approvals and stored arguments.
 //!
 //! Every default lives here, so changing one limit is a one-line change.
@@ -116,10 +116,84 @@ pub const MAX_ORIGINS: usize = 64;
 /// Most secrets a skill may declare: each is a value an operator keeps.
 pub const MAX_SECRETS: usize = 16;
 
+/// Outbound HTTP requests one call may make: 64. A tool that calls an API
+/// makes a handful (a search and a few fetches, a paginated listing); more
+/// than this is a loop, a crawl or an exfiltration attempt, and each
+/// request is an audit event. Beyond it every request is refused.
+pub const DEFAULT_OUTBOUND_MAX_REQUESTS: u32 = 64;
+
+/// Outbound requests one call may have in flight at once: 8, what a
+/// browser opens per origin; enough to fetch a page of results in
+/// parallel, few enough that one call cannot hold hundreds of sockets.
+pub const DEFAULT_OUTBOUND_MAX_CONCURRENT: u32 = 8;
+
+/// Largest request body a call may send: 1 MiB. API calls send JSON
+/// queries and small documents; uploading more is not what a tool call
+/// is for, and it would all pass through guest memory first.
+pub const DEFAULT_OUTBOUND_MAX_REQUEST_BODY_BYTES: u64 = 1 << 20;
+
+/// Largest response body a call may receive per request: 8 MiB, the same
+/// as the bytes it may pass to the host, and an eighth of the default
+/// memory cap, so a huge or endless response ends by this limit rather
+/// than by the guest running out of memory.
+pub const DEFAULT_OUTBOUND_MAX_RESPONSE_BODY_BYTES: u64 = 8 << 20;
+
+/// How long one outbound request may take, from the guest's `handle` to
+/// the end of the response body: 10 s, never beyond the call's own
+/// deadline. A slow API answers in seconds; a server that drips bytes
+/// must not hold the call (and its instance slot) to the end.
+pub const DEFAULT_OUTBOUND_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest response head (headers) per request: 64 KiB, eight times what
+/// common servers and proxies send or accept (8 KiB), so legitimate
+/// responses pass and a header flood ends early.
+pub const DEFAULT_OUTBOUND_MAX_RESPONSE_HEADER_BYTES: u64 = 64 << 10;
+
+/// The outbound HTTP limits of one call; each refusal names its field as
+/// an [`OutboundLimit`](crate::OutboundLimit).
+///
+/// `OutboundLimits::default()` is: 64 requests, 8 at once, 1 MiB request
+/// bodies, 8 MiB response bodies, 64 KiB response heads, 10 s per request.
+///
+/// ```
+/// let l = skillhost::OutboundLimits::default();
+/// assert_eq!((l.max_requests, l.max_concurrent), (64, 8));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboundLimits {
+    /// Requests per call, allowed or refused.
+    pub max_requests: u32,
+    /// Requests in flight at once (until the response body ends or is dropped).
+    pub max_concurrent: u32,
+    /// Largest request body, in bytes.
+    pub max_request_body_bytes: u64,
+    /// Largest response body, in bytes.
+    pub max_response_body_bytes: u64,
+    /// Largest response head, in bytes.
+    pub max_response_header_bytes: u64,
+    /// Longest request, from `handle` to the end of the response body;
+    /// never beyond the call's deadline.
+    pub request_timeout: Duration,
+}
+
+impl Default for OutboundLimits {
+    fn default() -> Self {
+        OutboundLimits {
+            max_requests: DEFAULT_OUTBOUND_MAX_REQUESTS,
+            max_concurrent: DEFAULT_OUTBOUND_MAX_CONCURRENT,
+            max_request_body_bytes: DEFAULT_OUTBOUND_MAX_REQUEST_BODY_BYTES,
+            max_response_body_bytes: DEFAULT_OUTBOUND_MAX_RESPONSE_BODY_BYTES,
+            max_response_header_bytes: DEFAULT_OUTBOUND_MAX_RESPONSE_HEADER_BYTES,
+            request_timeout: DEFAULT_OUTBOUND_REQUEST_TIMEOUT,
+        }
+    }
+}
+
 /// The limits one call runs under.
 ///
 /// `Limits::default()` is: 64 MiB memory, 10 s deadline, 10¹⁰ fuel,
-/// 1 MiB output, 1 MiB each of stdout and stderr, 8 MiB host-ward bytes.
+/// 1 MiB output, 1 MiB each of stdout and stderr, 8 MiB host-ward bytes,
+/// [`OutboundLimits::default()`].
 ///
 /// ```
 /// use skillhost::Limits;
@@ -140,6 +214,8 @@ pub struct Limits {
     pub max_stdio_bytes: u64,
     /// Largest total of bytes passed to host imports in one call.
     pub max_hostward_bytes: u64,
+    /// Outbound HTTP limits (only for a component with network access).
+    pub outbound: OutboundLimits,
 }
 
 impl Default for Limits {
@@ -151,6 +227,7 @@ impl Default for Limits {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_stdio_bytes: DEFAULT_MAX_STDIO_BYTES,
             max_hostward_bytes: DEFAULT_MAX_HOSTWARD_BYTES,
+            outbound: OutboundLimits::default(),
         }
     }
 }

@@ -682,6 +682,8 @@ impl HostInner {
             depth: run.parent.as_ref().map_or(0, |p| p.depth),
             not_after: run.parent.as_ref().map(|p| p.deadline),
             refs,
+            outbound: None,
+            assets: None,
         };
         let call = skill.run_validated(&entry.spec.tool, args, &opts);
         let result = match &req.cancel {

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,9 +11,11 @@ use wasmtime::component::Component;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::SkillPre;
+use super::imports::Capabilities;
 use super::invoke::{Invoker, RefReader};
+use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
-use super::state::{CallIdentity, CallState, HostTrap};
+use super::state::{CallIdentity, CallReach, CallState, HostTrap};
 use super::{SandboxInner, imports};
 use crate::escape::{escape_bytes, escape_control};
 use crate::limits::Limits;
@@ -58,7 +61,12 @@ pub struct LoadError {
 
 /// Options of one call. `CallOptions::default()` runs under
 /// [`Limits::default()`], with no config values, no `invoke` (every
-/// `host.invoke` answers `denied`), at depth 0 and with no outer deadline.
+/// `host.invoke` answers `denied`), at depth 0, with no outer deadline, no
+/// outbound HTTP (every request refused) and no assets.
+///
+/// `outbound` and `assets` take effect only for a component loaded with
+/// the matching [`Capabilities`]; a component without them is not even
+/// linked to `wasi:http` or `wasi:filesystem`.
 ///
 /// ```
 /// let opts = skillhost::CallOptions { limits: skillhost::Limits { fuel: 10_000, ..Default::default() }, ..Default::default() };
@@ -78,6 +86,12 @@ pub struct CallOptions {
     pub not_after: Option<Instant>,
     /// What `host.read-ref` reads; `None` denies every ref.
     pub refs: Option<Arc<dyn RefReader>>,
+    /// Which origins outbound HTTP requests may reach, and the secret
+    /// headers bound to them; `None` refuses every request.
+    pub outbound: Option<Arc<Outbound>>,
+    /// A folder the component reads at `/assets` (read-only: no write, no
+    /// `..` or symlink out of it); `None` gives an empty filesystem.
+    pub assets: Option<PathBuf>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -87,6 +101,8 @@ impl fmt::Debug for CallOptions {
             .field("config_keys", &self.config.keys().collect::<Vec<_>>())
             .field("invoker", &self.invoker.is_some())
             .field("depth", &self.depth)
+            .field("outbound", &self.outbound)
+            .field("assets", &self.assets.is_some())
             .finish()
     }
 }
@@ -96,6 +112,7 @@ struct ComponentInner {
     label: Arc<str>,
     sha256: String,
     from_cache: bool,
+    capabilities: Capabilities,
     pre: SkillPre<CallState>,
 }
 
@@ -130,6 +147,7 @@ impl SkillComponent {
         sandbox: Arc<SandboxInner>,
         label: &str,
         wasm: &[u8],
+        capabilities: Capabilities,
     ) -> Result<SkillComponent, LoadError> {
         let err = |kind, message: String| LoadError {
             skill: label.to_string(),
@@ -181,13 +199,17 @@ impl SkillComponent {
                 c
             }
         };
-        imports::check(engine, &component).map_err(|m| err(LoadErrorKind::Refused, m))?;
-        let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
-            err(
-                LoadErrorKind::Link,
-                format!("cannot link: {}", error_chain(&e)),
-            )
-        })?;
+        imports::check(engine, &component, capabilities)
+            .map_err(|m| err(LoadErrorKind::Refused, m))?;
+        let instance_pre = sandbox
+            .linker(capabilities)
+            .instantiate_pre(&component)
+            .map_err(|e| {
+                err(
+                    LoadErrorKind::Link,
+                    format!("cannot link: {}", error_chain(&e)),
+                )
+            })?;
         let pre = SkillPre::new(instance_pre).map_err(|e| {
             err(
                 LoadErrorKind::Refused,
@@ -200,6 +222,7 @@ impl SkillComponent {
                 label: label.into(),
                 sha256,
                 from_cache,
+                capabilities,
                 pre,
             }),
         })
@@ -232,7 +255,28 @@ impl SkillComponent {
         self.inner.from_cache
     }
 
-    fn new_store(&self, tool: &str, opts: &CallOptions, deadline: Instant) -> Store<CallState> {
+    /// What the component was loaded with.
+    ///
+    /// ```no_run
+    /// # fn f(c: skillhost::SkillComponent) { assert!(!c.capabilities().network); }
+    /// ```
+    pub fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities
+    }
+
+    fn new_store(
+        &self,
+        tool: &str,
+        opts: &CallOptions,
+        deadline: Instant,
+    ) -> Result<Store<CallState>, CallError> {
+        let caps = self.inner.capabilities;
+        let reach = CallReach {
+            outbound: caps
+                .network
+                .then(|| OutboundHooks::new(opts.outbound.clone(), opts.limits.outbound, deadline)),
+            assets: opts.assets.clone().filter(|_| caps.assets),
+        };
         let identity = CallIdentity {
             skill: self.inner.label.clone(),
             tool: tool.into(),
@@ -245,7 +289,20 @@ impl SkillComponent {
             opts.invoker.clone(),
             opts.depth,
             opts.refs.clone(),
-        );
+            reach,
+        )
+        .map_err(|e| {
+            CallError::new(
+                &*self.inner.label,
+                tool,
+                CallFailure::Tool {
+                    error: ToolError::Failed(format!(
+                        "the skill's assets folder cannot be opened: {}",
+                        e.kind()
+                    )),
+                },
+            )
+        })?;
         let mut store = Store::new(&self.inner.sandbox.engine, state);
         // The epoch advances only while some store lives.
         store.data_mut().ticking = Some(self.inner.sandbox.ticker.ticking());
@@ -269,7 +326,7 @@ impl SkillComponent {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        store
+        Ok(store)
     }
 
     fn deadline(opts: &CallOptions, start: Instant) -> Instant {
@@ -295,7 +352,7 @@ impl SkillComponent {
         };
         let start = Instant::now();
         let deadline = Self::deadline(&opts, start);
-        let mut store = self.new_store(TOOL, &opts, deadline);
+        let mut store = self.new_store(TOOL, &opts, deadline)?;
         let run = async {
             let skill = self.inner.pre.instantiate_async(&mut store).await?;
             skill
@@ -327,7 +384,7 @@ impl SkillComponent {
     ) -> Result<CallOutput, CallError> {
         let start = Instant::now();
         let deadline = Self::deadline(opts, start);
-        let mut store = self.new_store(tool, opts, deadline);
+        let mut store = self.new_store(tool, opts, deadline)?;
         let run = async {
             let skill = self.inner.pre.instantiate_async(&mut store).await?;
             skill
@@ -337,10 +394,21 @@ impl SkillComponent {
         };
         let result = tokio::time::timeout_at(deadline.into(), run).await;
         let duration = start.elapsed();
+        let outbound = store.data().outbound_records();
         let returned = match result {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(self.classify(tool, &mut store, e)),
-            Err(_) => return Err(self.timed_out(tool, &store, start)),
+            Ok(Err(e)) => {
+                return Err(CallError {
+                    outbound,
+                    ..self.classify(tool, &mut store, e)
+                });
+            }
+            Err(_) => {
+                return Err(CallError {
+                    outbound,
+                    ..self.timed_out(tool, &store, start)
+                });
+            }
         };
         let fuel_consumed = opts
             .limits
@@ -352,6 +420,7 @@ impl SkillComponent {
             Err(e) => {
                 return Err(CallError {
                     stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
+                    outbound,
                     ..CallError::new(
                         &*self.inner.label,
                         tool,
@@ -363,34 +432,46 @@ impl SkillComponent {
             }
         };
         if text.len() as u64 > opts.limits.max_output_bytes {
-            return Err(CallError::new(
-                &*self.inner.label,
-                tool,
-                CallFailure::Trapped {
-                    reason: TrapReason::OutputTooLarge,
-                    detail: format!(
-                        "the result is {} bytes, over the output cap of {} bytes",
-                        text.len(),
-                        opts.limits.max_output_bytes
-                    ),
-                },
-            ));
+            return Err(CallError {
+                outbound,
+                ..CallError::new(
+                    &*self.inner.label,
+                    tool,
+                    CallFailure::Trapped {
+                        reason: TrapReason::OutputTooLarge,
+                        detail: format!(
+                            "the result is {} bytes, over the output cap of {} bytes",
+                            text.len(),
+                            opts.limits.max_output_bytes
+                        ),
+                    },
+                )
+            });
         }
-        let output = serde_json::from_str(&text).map_err(|e| {
-            CallError::new(
-                &*self.inner.label,
-                tool,
-                CallFailure::Tool {
-                    error: ToolError::Failed(format!("the tool returned invalid JSON: {e}")),
-                },
-            )
-        })?;
+        let output = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(CallError {
+                    outbound,
+                    ..CallError::new(
+                        &*self.inner.label,
+                        tool,
+                        CallFailure::Tool {
+                            error: ToolError::Failed(format!(
+                                "the tool returned invalid JSON: {e}"
+                            )),
+                        },
+                    )
+                });
+            }
+        };
         Ok(CallOutput {
             output,
             stdout,
             stderr,
             fuel_consumed,
             duration,
+            outbound,
         })
     }
 

@@ -5,9 +5,36 @@
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Interfaces a component may import, without version. Everything else,
-/// `wasi:filesystem`, `wasi:sockets` and `wasi:http` included, is refused;
-/// those are not even linked.
+/// What a component may reach beyond computing, as its skill declares and
+/// the operator approved. `Capabilities::default()` is nothing: no network,
+/// no assets.
+///
+/// ```
+/// let caps = skillhost::Capabilities { network: true, ..Default::default() };
+/// assert!(!caps.assets);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Capabilities {
+    /// May import `wasi:http/outgoing-handler` and `wasi:http/types`
+    /// (`permissions.network`); each request is still checked against the
+    /// call's [`Outbound`](crate::Outbound).
+    pub network: bool,
+    /// May import `wasi:filesystem/types` and `wasi:filesystem/preopens`
+    /// (`permissions.assets`), to read the call's assets folder at
+    /// `/assets`, read-only.
+    pub assets: bool,
+}
+
+/// Interfaces a component may import only with `network`.
+const NETWORK_IMPORTS: &[&str] = &["wasi:http/outgoing-handler", "wasi:http/types"];
+
+/// Interfaces a component may import only with `assets`.
+const ASSETS_IMPORTS: &[&str] = &["wasi:filesystem/types", "wasi:filesystem/preopens"];
+
+/// Interfaces a component may import, without version, whatever its
+/// capabilities. `wasi:http` and `wasi:filesystem` are allowed (and
+/// linked) only with a capability; everything else, `wasi:sockets`
+/// included, is refused and never linked.
 const ALLOWED_IMPORTS: &[&str] = &[
     "skillhost:plugin/types",
     "skillhost:plugin/host",
@@ -55,32 +82,58 @@ fn supported_version(interface: &str, version: Option<&str>) -> bool {
     }
 }
 
-/// Returns every import of `component` the sandbox does not provide, or
-/// the missing `tools` export.
-pub(crate) fn check(engine: &Engine, component: &Component) -> Result<(), String> {
+/// Returns every import of `component` the sandbox does not provide with
+/// `caps` (naming the missing permission for those a capability would
+/// allow), or the missing `tools` export.
+pub(crate) fn check(
+    engine: &Engine,
+    component: &Component,
+    caps: Capabilities,
+) -> Result<(), String> {
     let ty = component.component_type();
-    let mut refused: Vec<String> = ty
-        .imports(engine)
-        .map(|(name, _)| name)
-        .filter(|name| {
-            let (iface, version) = split_version(name);
-            !(ALLOWED_IMPORTS.contains(&iface) && supported_version(iface, version))
-        })
-        .map(str::to_string)
-        .collect();
+    let mut refused: Vec<String> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    for (name, _) in ty.imports(engine) {
+        let (iface, version) = split_version(name);
+        let supported = supported_version(iface, version);
+        if ALLOWED_IMPORTS.contains(&iface) && supported {
+            continue;
+        }
+        let gated = if NETWORK_IMPORTS.contains(&iface) {
+            Some((caps.network, "permissions.network"))
+        } else if ASSETS_IMPORTS.contains(&iface) {
+            Some((caps.assets, "permissions.assets"))
+        } else {
+            None
+        };
+        match gated {
+            Some((true, _)) if supported => {}
+            Some((false, permission)) if supported => missing.push(format!(
+                "the component imports `{name}` but the skill declares no `{permission}`"
+            )),
+            _ => refused.push(name.to_string()),
+        }
+    }
+    missing.sort();
+    missing.dedup();
     refused.sort();
     refused.dedup();
+    let mut reasons = missing;
     if !refused.is_empty() {
-        return Err(format!(
-            "refused before running: the component imports {} which the sandbox does not provide \
+        reasons.push(format!(
+            "the component imports {} which the sandbox does not provide \
              (allowed: the skillhost:plugin host interface, and WASI 0.2 clocks, random, io and \
-             cli environment/exit/stdio/terminal)",
+             cli environment/exit/stdio/terminal; http with `permissions.network`, filesystem \
+             with `permissions.assets`; never sockets)",
             refused
                 .iter()
                 .map(|n| format!("`{n}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    if !reasons.is_empty() {
+        return Err(format!("refused before running: {}", reasons.join("; ")));
     }
     let exports_tools = ty.exports(engine).any(|(name, _)| {
         let (iface, version) = split_version(name);

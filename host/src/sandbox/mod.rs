@@ -23,8 +23,12 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
+pub use imports::Capabilities;
 pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefReader};
-pub use outbound::{OriginError, OriginPattern, Scheme};
+pub use outbound::{
+    AddressClass, DenyReason, InvalidSecretValue, OriginError, OriginPattern, Outbound,
+    OutboundLimit, OutboundOutcome, OutboundRecord, Scheme, SecretHeader, SecretValue,
+};
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 
 use crate::limits::LimitsPolicy;
@@ -176,10 +180,24 @@ impl SandboxBuilder {
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
 
-        let mut linker: Linker<CallState> = Linker::new(&engine);
-        add_wasi_subset(&mut linker).map_err(|e| anyhow::anyhow!("cannot link WASI: {e}"))?;
-        bindings::Skill::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
-            .map_err(|e| anyhow::anyhow!("cannot link the host interface: {e}"))?;
+        let linkers = [
+            Capabilities::default(),
+            Capabilities {
+                network: true,
+                assets: false,
+            },
+            Capabilities {
+                network: false,
+                assets: true,
+            },
+            Capabilities {
+                network: true,
+                assets: true,
+            },
+        ]
+        .map(|caps| new_linker(&engine, caps));
+        let [a, b, c, d] = linkers;
+        let linkers = [a?, b?, c?, d?];
 
         let cache = match &self.cache_dir {
             Some(dir) => {
@@ -206,7 +224,7 @@ impl SandboxBuilder {
         Ok(Sandbox {
             inner: Arc::new(SandboxInner {
                 engine,
-                linker,
+                linkers,
                 cache,
                 policy: self.policy,
                 ticker,
@@ -215,9 +233,51 @@ impl SandboxBuilder {
     }
 }
 
-/// Links the WASI subset a skill may use: io, clocks, random and cli
-/// (environment, exit, stdio, terminal queries). Filesystem, sockets and
-/// HTTP are never linked.
+/// A linker with the WASI subset, the host interface and what `caps`
+/// allow: `wasi:http` (outgoing handler and types) with `network`,
+/// `wasi:filesystem` (types and preopens) with `assets`. A component is
+/// instantiated with the linker of its capabilities, so one without them is
+/// not even linked to those interfaces.
+fn new_linker(engine: &Engine, caps: Capabilities) -> anyhow::Result<Linker<CallState>> {
+    let mut linker: Linker<CallState> = Linker::new(engine);
+    add_wasi_subset(&mut linker).map_err(|e| anyhow::anyhow!("cannot link WASI: {e}"))?;
+    bindings::Skill::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
+        .map_err(|e| anyhow::anyhow!("cannot link the host interface: {e}"))?;
+    if caps.network {
+        use wasmtime_wasi_http::WasiHttpView as _;
+        use wasmtime_wasi_http::p2::bindings::http::{outgoing_handler, types};
+        let options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
+        outgoing_handler::add_to_linker::<_, wasmtime_wasi_http::WasiHttp>(
+            &mut linker,
+            CallState::http,
+        )
+        .and_then(|()| {
+            types::add_to_linker::<_, wasmtime_wasi_http::WasiHttp>(
+                &mut linker,
+                &options.into(),
+                CallState::http,
+            )
+        })
+        .map_err(|e| anyhow::anyhow!("cannot link wasi:http: {e}"))?;
+    }
+    if caps.assets {
+        use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
+        use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
+        types::add_to_linker::<CallState, WasiFilesystem>(&mut linker, CallState::filesystem)
+            .and_then(|()| {
+                preopens::add_to_linker::<CallState, WasiFilesystem>(
+                    &mut linker,
+                    CallState::filesystem,
+                )
+            })
+            .map_err(|e| anyhow::anyhow!("cannot link wasi:filesystem: {e}"))?;
+    }
+    Ok(linker)
+}
+
+/// Links the WASI subset every skill may use: io, clocks, random and cli
+/// (environment, exit, stdio, terminal queries). Sockets are never
+/// linked; HTTP and filesystem only by [`new_linker`] for a capability.
 fn add_wasi_subset(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
     use wasmtime_wasi::WasiView;
     use wasmtime_wasi::cli::{WasiCli, WasiCliView};
@@ -246,10 +306,22 @@ fn add_wasi_subset(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
 
 pub(crate) struct SandboxInner {
     engine: Engine,
-    linker: Linker<CallState>,
+    /// One linker per combination of [`Capabilities`], by [`linker_index`].
+    linkers: [Linker<CallState>; 4],
     cache: Option<cache::CompileCache>,
     policy: LimitsPolicy,
     ticker: ticker::EpochTicker,
+}
+
+fn linker_index(caps: Capabilities) -> usize {
+    usize::from(caps.network) | (usize::from(caps.assets) << 1)
+}
+
+impl SandboxInner {
+    /// The linker for a component with `caps`.
+    pub(crate) fn linker(&self, caps: Capabilities) -> &Linker<CallState> {
+        &self.linkers[linker_index(caps)]
+    }
 }
 
 /// The sandbox: one engine for the whole host, cheap to clone.
@@ -288,10 +360,11 @@ impl Sandbox {
         &self.inner.policy
     }
 
-    /// Loads a component: checks that it is a component, compiles it (or
-    /// takes it from the cache), refuses any import the sandbox does not
-    /// provide, and pre-instantiates it. `label` names it in every error,
-    /// typically `name@version`.
+    /// Loads a component without capabilities: checks that it is a
+    /// component, compiles it (or takes it from the cache), refuses any
+    /// import the sandbox does not provide, and pre-instantiates it. `label`
+    /// names it in every error, typically `name@version`. The same as
+    /// [`load_with`](Sandbox::load_with) and `Capabilities::default()`.
     ///
     /// ```
     /// let s = skillhost::SandboxBuilder::new().build().unwrap();
@@ -299,6 +372,26 @@ impl Sandbox {
     /// assert!(err.to_string().contains("not a WebAssembly binary"));
     /// ```
     pub fn load(&self, label: &str, wasm: &[u8]) -> Result<SkillComponent, LoadError> {
-        SkillComponent::load(self.inner.clone(), label, wasm)
+        self.load_with(label, wasm, Capabilities::default())
+    }
+
+    /// Loads a component with `capabilities`: it may import `wasi:http`
+    /// only with `network` and `wasi:filesystem` only with `assets`, and is
+    /// linked to exactly those. A refusal names the missing permission.
+    ///
+    /// ```
+    /// use skillhost::Capabilities;
+    /// let s = skillhost::SandboxBuilder::new().build().unwrap();
+    /// let caps = Capabilities { network: true, assets: false };
+    /// let err = s.load_with("junk@0.1.0", b"not wasm", caps).unwrap_err();
+    /// assert_eq!(err.kind, skillhost::LoadErrorKind::NotWebAssembly);
+    /// ```
+    pub fn load_with(
+        &self,
+        label: &str,
+        wasm: &[u8],
+        capabilities: Capabilities,
+    ) -> Result<SkillComponent, LoadError> {
+        SkillComponent::load(self.inner.clone(), label, wasm, capabilities)
     }
 }

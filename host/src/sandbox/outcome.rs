@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::outbound::OutboundRecord;
+
 /// A tool's own error, as it crosses the WIT boundary (`tool-error`).
 ///
 /// ```
@@ -119,6 +121,9 @@ pub struct CallError {
     /// Sanitised stderr of the call, capped; often holds a panic message.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub stderr: String,
+    /// Every outbound HTTP request the call made, allowed or refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outbound: Vec<OutboundRecord>,
 }
 
 impl CallError {
@@ -139,6 +144,7 @@ impl CallError {
             tool: tool.into(),
             failure,
             stderr: String::new(),
+            outbound: Vec::new(),
         }
     }
 
@@ -207,6 +213,9 @@ pub struct CallOutput {
     /// Wall-clock time of the call, instantiation included.
     #[serde(serialize_with = "serialize_micros")]
     pub duration: Duration,
+    /// Every outbound HTTP request the call made, allowed or refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outbound: Vec<OutboundRecord>,
 }
 
 fn serialize_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

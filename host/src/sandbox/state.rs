@@ -15,6 +15,7 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::invoke::{Invoker, RefReader};
+use super::outbound::{OutboundHooks, OutboundRecord};
 use super::outcome::TrapReason;
 use crate::limits::Limits;
 
@@ -242,6 +243,23 @@ pub(crate) struct CallState {
     pub host_trap: Option<HostTrap>,
     /// Keeps the epoch ticker running while this call's store lives.
     pub ticking: Option<super::ticker::Ticking>,
+    /// `wasi:http` state; only used when the component was linked to it.
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    /// The send hook and records of outbound requests; `None` for a
+    /// component without network access (it cannot reach `wasi:http`).
+    outbound: Option<OutboundHooks>,
+}
+
+/// Where a call's assets folder is, read-only, in the guest: `/assets`.
+pub(crate) const ASSETS_GUEST_PATH: &str = "/assets";
+
+/// What a call may reach beyond computing: set from the component's
+/// capabilities and the call's options.
+pub(crate) struct CallReach {
+    /// The send hook, for a component with network access.
+    pub outbound: Option<OutboundHooks>,
+    /// A folder preopened read-only at [`ASSETS_GUEST_PATH`].
+    pub assets: Option<std::path::PathBuf>,
 }
 
 impl CallState {
@@ -254,7 +272,8 @@ impl CallState {
         invoker: Option<Arc<dyn Invoker>>,
         depth: u32,
         refs: Option<Arc<dyn RefReader>>,
-    ) -> CallState {
+        reach: CallReach,
+    ) -> std::io::Result<CallState> {
         let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
         let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
         // Deny by default: no env, no args, no preopens, no network, stdin
@@ -264,10 +283,17 @@ impl CallState {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_blocking_current_thread(false);
+        if let Some(dir) = &reach.assets {
+            // Read-only: no file or folder may be created, written or
+            // removed; cap-std refuses `..` and symlinks out of it.
+            builder
+                .preopened_dir(dir, ASSETS_GUEST_PATH, wasmtime_wasi::FsPerms::ReadOnly)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
         let wasi = builder.build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCE_HANDLES);
-        CallState {
+        Ok(CallState {
             wasi,
             table,
             limiter: CallLimiter {
@@ -286,7 +312,17 @@ impl CallState {
             refs,
             host_trap: None,
             ticking: None,
-        }
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            outbound: reach.outbound,
+        })
+    }
+
+    /// The records of the outbound requests made so far.
+    pub fn outbound_records(&self) -> Vec<OutboundRecord> {
+        self.outbound
+            .as_ref()
+            .map(OutboundHooks::records)
+            .unwrap_or_default()
     }
 
     /// Counts bytes the guest passes to the host; traps past the cap.
@@ -319,5 +355,21 @@ impl WasiView for CallState {
 impl wasmtime_wasi_io::IoView for CallState {
     fn table(&mut self) -> &mut ResourceTable {
         &mut self.table
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        let deadline = self.deadline;
+        let hooks = self.outbound.get_or_insert_with(|| {
+            // Not reached: only a component with network access is linked
+            // to `wasi:http`, and its calls have hooks. Refuse everything.
+            OutboundHooks::new(None, crate::limits::OutboundLimits::default(), deadline)
+        });
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks,
+        }
     }
 }

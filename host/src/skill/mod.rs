@@ -309,6 +309,8 @@ impl Skill {
             depth: 0,
             not_after: None,
             refs: None,
+            outbound: None,
+            assets: None,
         };
         self.call_with(tool, args, &opts).await
     }
@@ -419,6 +421,8 @@ impl Invoker for SameSkill {
                 depth: req.depth,
                 not_after: Some(req.deadline),
                 refs: None,
+                outbound: None,
+                assets: None,
             };
             match Box::pin(skill.call_with(&req.tool, &args, &opts)).await {
                 Ok(out) => Ok(out.output.to_string()),

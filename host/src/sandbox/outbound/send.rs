@@ -1,0 +1,681 @@
+//! The send hook of one call: every `wasi:http/outgoing-handler.handle`
+//! of the guest ends here, is checked, and is sent by the host on a fresh
+//! connection to the address that was checked.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::address::AddressClass;
+use super::origin::Scheme;
+use super::record::{DenyReason, OutboundLimit, OutboundOutcome, Recorder, Slot};
+use super::{Outbound, OutboundRecord};
+use crate::limits::OutboundLimits;
+
+/// What `send_request` returns, as wasmtime-wasi-http wants it.
+type SendFuture = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                ),
+                HttpError,
+            >,
+        > + Send,
+>;
+
+/// The outbound state of one call: its policy, limits and records.
+pub(crate) struct OutboundHooks {
+    policy: Option<Arc<Outbound>>,
+    limits: OutboundLimits,
+    /// The call's deadline: no request outlives it.
+    deadline: Instant,
+    requests: u32,
+    /// The record of the first request over `max_requests`, and how many
+    /// more were refused after it (counted there, not recorded one by one).
+    over_limit: Option<(Slot, u64)>,
+    concurrency: Arc<Semaphore>,
+    recorder: Recorder,
+}
+
+impl OutboundHooks {
+    pub fn new(
+        policy: Option<Arc<Outbound>>,
+        limits: OutboundLimits,
+        deadline: Instant,
+    ) -> OutboundHooks {
+        OutboundHooks {
+            policy,
+            limits,
+            deadline,
+            requests: 0,
+            over_limit: None,
+            concurrency: Arc::new(Semaphore::new(limits.max_concurrent as usize)),
+            recorder: Recorder::default(),
+        }
+    }
+
+    /// The records of every request so far.
+    pub fn records(&self) -> Vec<OutboundRecord> {
+        self.recorder.snapshot()
+    }
+
+    /// Refuses the request before anything is sent.
+    fn refuse(
+        slot: &Slot,
+        outcome: OutboundOutcome,
+        detail: String,
+        code: HttpError,
+    ) -> SendFuture {
+        slot.finish(outcome, detail);
+        Box::new(std::future::ready(Err(code)))
+    }
+}
+
+/// The parts of a request's URI the policy looks at.
+struct Target {
+    scheme: Scheme,
+    /// The host as written (IPv6 in brackets), lowercase.
+    host: String,
+    port: u16,
+}
+
+impl Target {
+    fn of(uri: &http::Uri) -> Result<Target, &'static str> {
+        let scheme = uri
+            .scheme_str()
+            .and_then(Scheme::parse)
+            .ok_or("the scheme is not http or https")?;
+        let authority = uri.authority().ok_or("the request has no host")?;
+        if authority.as_str().contains('@') {
+            return Err("the URL has userinfo (`user@`)");
+        }
+        let host = authority.host();
+        if host.is_empty() {
+            return Err("the request has no host");
+        }
+        let port = match authority.port() {
+            Some(p) => p.as_u16(),
+            None => scheme.default_port(),
+        };
+        if port == 0 {
+            return Err("port 0");
+        }
+        Ok(Target {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+
+    /// `scheme://host:port`, the port always written.
+    fn origin(&self) -> String {
+        format!("{}://{}:{}", self.scheme, self.host, self.port)
+    }
+
+    /// The host without IPv6 brackets, for DNS and TLS.
+    fn bare_host(&self) -> &str {
+        self.host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(&self.host)
+    }
+
+    fn ip_literal(&self) -> Option<IpAddr> {
+        self.bare_host().parse().ok()
+    }
+}
+
+/// Why a request that was allowed to start did not get a response.
+struct Failure {
+    outcome: OutboundOutcome,
+    detail: String,
+    code: HttpError,
+}
+
+impl Failure {
+    fn failed(detail: impl Into<String>, code: HttpError) -> Failure {
+        Failure {
+            outcome: OutboundOutcome::Failed,
+            detail: detail.into(),
+            code,
+        }
+    }
+}
+
+impl WasiHttpHooks for OutboundHooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        _options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> SendFuture {
+        let method = request.method().as_str().to_string();
+        let target = Target::of(request.uri());
+        let origin = match &target {
+            Ok(t) => t.origin(),
+            Err(_) => "(invalid)".to_string(),
+        };
+
+        self.requests = self.requests.saturating_add(1);
+        if self.requests > self.limits.max_requests {
+            let max = self.limits.max_requests;
+            match &mut self.over_limit {
+                Some((slot, more)) => {
+                    *more += 1;
+                    slot.set_detail(format!(
+                        "more than {max} requests in one call ({more} more refused after this one)"
+                    ));
+                }
+                None => {
+                    let slot = self.recorder.start(method, origin);
+                    slot.finish(
+                        OutboundOutcome::Limit(OutboundLimit::Requests),
+                        format!("more than {max} requests in one call"),
+                    );
+                    self.over_limit = Some((slot, 0));
+                }
+            }
+            return Box::new(std::future::ready(Err(HttpError::HttpRequestDenied)));
+        }
+
+        let slot = self.recorder.start(method, origin.clone());
+        let Some(policy) = self.policy.clone() else {
+            return Self::refuse(
+                &slot,
+                OutboundOutcome::Denied(DenyReason::NoNetwork),
+                "this call may not make HTTP requests".into(),
+                HttpError::HttpRequestDenied,
+            );
+        };
+        let target = match target {
+            Ok(t) => t,
+            Err(why) => {
+                return Self::refuse(
+                    &slot,
+                    OutboundOutcome::Denied(DenyReason::Invalid),
+                    why.into(),
+                    HttpError::HttpRequestUriInvalid,
+                );
+            }
+        };
+        if !policy.allows(target.scheme.as_str(), &target.host, target.port) {
+            return Self::refuse(
+                &slot,
+                OutboundOutcome::Denied(DenyReason::Origin),
+                format!("{origin} is not an allowed origin"),
+                HttpError::HttpRequestDenied,
+            );
+        }
+        let Ok(permit) = self.concurrency.clone().try_acquire_owned() else {
+            return Self::refuse(
+                &slot,
+                OutboundOutcome::Limit(OutboundLimit::Concurrent),
+                format!(
+                    "more than {} requests in flight at once",
+                    self.limits.max_concurrent
+                ),
+                HttpError::ConnectionLimitReached,
+            );
+        };
+        let max_body = self.limits.max_request_body_bytes;
+        let declared = request
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let Some(n) = declared.filter(|n| *n > max_body) {
+            return Self::refuse(
+                &slot,
+                OutboundOutcome::Limit(OutboundLimit::RequestBody),
+                format!("a request body of {n} bytes is over the cap of {max_body} bytes"),
+                HttpError::HttpRequestBodySize(Some(n)),
+            );
+        }
+
+        let mut request = request;
+        for s in &policy.secrets {
+            if s.origins
+                .iter()
+                .any(|o| o.matches(target.scheme.as_str(), &target.host, target.port))
+            {
+                request
+                    .headers_mut()
+                    .insert(s.header.clone(), s.value.header_value().clone());
+            }
+        }
+        // Only the IP literals listed for this scheme and port let a
+        // request reach a non-public address.
+        let listed: Vec<IpAddr> = policy
+            .allowed
+            .iter()
+            .filter_map(|p| {
+                p.ip()
+                    .filter(|ip| p.lists_address(target.scheme.as_str(), *ip, target.port))
+            })
+            .collect();
+
+        let now = Instant::now();
+        let until = (now + self.limits.request_timeout).min(self.deadline);
+        let limits = self.limits;
+        Box::new(async move {
+            let sent_over = Arc::new(AtomicBool::new(false));
+            let request = request.map(|inner| CountedRequestBody {
+                inner,
+                slot: slot.clone(),
+                sent: 0,
+                cap: limits.max_request_body_bytes,
+                over: sent_over.clone(),
+            });
+            let run = send(
+                request, &target, &listed, &slot, &limits, &sent_over, until, permit,
+            );
+            let result = match tokio::time::timeout_at(until.into(), run).await {
+                Ok(r) => r,
+                Err(_) => Err(Failure {
+                    outcome: OutboundOutcome::Timeout,
+                    detail: format!(
+                        "no response within {} ms",
+                        until.saturating_duration_since(now).as_millis()
+                    ),
+                    code: HttpError::ConnectionReadTimeout,
+                }),
+            };
+            match result {
+                Ok(r) => Ok(r),
+                Err(f) => {
+                    slot.finish(f.outcome, f.detail);
+                    Err(f.code)
+                }
+            }
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send(
+    mut request: http::Request<CountedRequestBody>,
+    target: &Target,
+    listed: &[IpAddr],
+    slot: &Slot,
+    limits: &OutboundLimits,
+    sent_over: &AtomicBool,
+    until: Instant,
+    permit: OwnedSemaphorePermit,
+) -> Result<
+    (
+        http::Response<WasiBody>,
+        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ),
+    Failure,
+> {
+    // Resolve once; check every answer; connect only to checked answers.
+    let addresses: Vec<IpAddr> = match target.ip_literal() {
+        Some(ip) => vec![ip],
+        None => tokio::net::lookup_host((target.bare_host(), target.port))
+            .await
+            .map_err(|e| {
+                Failure::failed(
+                    format!("cannot resolve the host: {}", e.kind()),
+                    HttpError::DnsError {
+                        rcode: None,
+                        info_code: None,
+                    },
+                )
+            })?
+            .map(|a| a.ip())
+            .collect(),
+    };
+    if addresses.is_empty() {
+        return Err(Failure::failed(
+            "the host has no address",
+            HttpError::DestinationNotFound,
+        ));
+    }
+    for ip in &addresses {
+        let class = AddressClass::of(*ip);
+        if !class.is_public() && !listed.contains(ip) {
+            return Err(Failure {
+                outcome: OutboundOutcome::Denied(DenyReason::Address(class)),
+                detail: format!(
+                    "{} resolves to {ip}, a {class} address that is not listed as an origin",
+                    target.host
+                ),
+                code: HttpError::DestinationIpProhibited,
+            });
+        }
+    }
+    let mut stream = None;
+    let mut last_error = None;
+    for ip in &addresses {
+        match TcpStream::connect(SocketAddr::new(*ip, target.port)).await {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last_error = Some(e),
+        }
+    }
+    let Some(stream) = stream else {
+        let kind = last_error.map(|e| e.kind().to_string()).unwrap_or_default();
+        return Err(Failure::failed(
+            format!("cannot connect: {kind}"),
+            HttpError::ConnectionRefused,
+        ));
+    };
+    let _ = stream.set_nodelay(true);
+
+    let header_cap = usize::try_from(limits.max_response_header_bytes).unwrap_or(usize::MAX);
+    let mut builder = hyper::client::conn::http1::Builder::new();
+    builder.max_buf_size(header_cap.max(8192));
+    // Origin-form on the wire: the scheme and authority are in the Host
+    // header (set from the guest's authority) and the connection.
+    let path = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(path)
+        .build()
+        .map_err(|_| Failure::failed("invalid path", HttpError::HttpRequestUriInvalid))?;
+
+    let response = if target.scheme == Scheme::Https {
+        let config = tls_config().map_err(|e| {
+            Failure::failed(
+                format!("TLS is not available: {e}"),
+                HttpError::TlsProtocolError,
+            )
+        })?;
+        let name = match target.ip_literal() {
+            Some(ip) => rustls::pki_types::ServerName::IpAddress(ip.into()),
+            None => rustls::pki_types::ServerName::try_from(target.bare_host().to_string())
+                .map_err(|_| {
+                    Failure::failed(
+                        "not a valid TLS server name",
+                        HttpError::HttpRequestUriInvalid,
+                    )
+                })?,
+        };
+        let tls = tokio_rustls::TlsConnector::from(config)
+            .connect(name, stream)
+            .await
+            .map_err(|e| {
+                Failure::failed(format!("TLS failed: {e}"), HttpError::TlsProtocolError)
+            })?;
+        exchange(builder, TokioIo::new(tls), request, sent_over, limits).await?
+    } else {
+        exchange(builder, TokioIo::new(stream), request, sent_over, limits).await?
+    };
+    let (response, conn) = response;
+
+    let status = response.status().as_u16();
+    slot.status(status);
+    let header_bytes: u64 = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().len() + v.len() + 4) as u64)
+        .sum();
+    if header_bytes > limits.max_response_header_bytes {
+        return Err(Failure {
+            outcome: OutboundOutcome::Limit(OutboundLimit::ResponseHeaders),
+            detail: format!(
+                "response headers of {header_bytes} bytes are over the cap of {} bytes",
+                limits.max_response_header_bytes
+            ),
+            code: HttpError::HttpResponseHeaderSectionSize(u32::try_from(header_bytes).ok()),
+        });
+    }
+    let cap = limits.max_response_body_bytes;
+    let declared = response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > cap) {
+        return Err(Failure {
+            outcome: OutboundOutcome::Limit(OutboundLimit::ResponseBody),
+            detail: format!("a response body of {n} bytes is over the cap of {cap} bytes"),
+            code: HttpError::HttpResponseBodySize(Some(n)),
+        });
+    }
+    let response = response.map(|incoming| {
+        ResponseBody {
+            inner: incoming,
+            slot: slot.clone(),
+            received: 0,
+            cap,
+            timeout: Box::pin(tokio::time::sleep_until(until.into())),
+            done: false,
+            _permit: permit,
+        }
+        .boxed_unsync()
+    });
+    Ok((response, conn))
+}
+
+/// A boxed connection future, driven by wasmtime's worker task while the
+/// guest reads the body (and aborted with the call's store).
+type Connection = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
+
+/// Handshakes HTTP/1.1 and sends the request, driving the connection until
+/// the response head comes; returns the response and the connection.
+async fn exchange<T>(
+    builder: hyper::client::conn::http1::Builder,
+    io: TokioIo<T>,
+    request: http::Request<CountedRequestBody>,
+    sent_over: &AtomicBool,
+    limits: &OutboundLimits,
+) -> Result<(http::Response<hyper::body::Incoming>, Connection), Failure>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let hyper_failure = |e: hyper::Error| {
+        if sent_over.load(Ordering::Relaxed) {
+            Failure {
+                outcome: OutboundOutcome::Limit(OutboundLimit::RequestBody),
+                detail: format!(
+                    "the request body is over the cap of {} bytes",
+                    limits.max_request_body_bytes
+                ),
+                code: HttpError::HttpRequestBodySize(None),
+            }
+        } else if e.is_parse_too_large() {
+            Failure {
+                outcome: OutboundOutcome::Limit(OutboundLimit::ResponseHeaders),
+                detail: format!(
+                    "the response head is over the cap of {} bytes",
+                    limits.max_response_header_bytes
+                ),
+                code: HttpError::HttpResponseHeaderSectionSize(None),
+            }
+        } else {
+            Failure::failed(format!("HTTP failed: {e}"), HttpError::HttpProtocolError)
+        }
+    };
+    let (mut sender, conn) = builder.handshake(io).await.map_err(hyper_failure)?;
+    let mut conn = Box::pin(conn);
+    let mut conn_done = false;
+    let response = {
+        let send = sender.send_request(request);
+        tokio::pin!(send);
+        loop {
+            if conn_done {
+                break send.await.map_err(hyper_failure)?;
+            }
+            tokio::select! {
+                r = &mut send => break r.map_err(hyper_failure)?,
+                r = &mut conn => {
+                    conn_done = true;
+                    r.map_err(hyper_failure)?;
+                }
+            }
+        }
+    };
+    let conn: Connection = if conn_done {
+        Box::new(std::future::ready(Ok(())))
+    } else {
+        Box::new(async move { conn.await.map_err(HttpError::from) })
+    };
+    Ok((response, conn))
+}
+
+/// The guest's request body, counted; fails past the cap.
+struct CountedRequestBody {
+    inner: WasiBody,
+    slot: Slot,
+    sent: u64,
+    cap: u64,
+    over: Arc<AtomicBool>,
+}
+
+impl Body for CountedRequestBody {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let n = frame.data_ref().map(|d| d.len() as u64).unwrap_or(0);
+                if this.sent.saturating_add(n) > this.cap {
+                    this.over.store(true, Ordering::Relaxed);
+                    return Poll::Ready(Some(Err(HttpError::HttpRequestBodySize(None))));
+                }
+                this.sent += n;
+                this.slot.sent(n);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The response body as the guest reads it: counted against the cap, cut
+/// at the request's deadline, its record finished at its end; it holds the
+/// request's concurrency permit until then.
+struct ResponseBody {
+    inner: hyper::body::Incoming,
+    slot: Slot,
+    received: u64,
+    cap: u64,
+    timeout: Pin<Box<tokio::time::Sleep>>,
+    done: bool,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let n = frame.data_ref().map(|d| d.len() as u64).unwrap_or(0);
+                if this.received.saturating_add(n) > this.cap {
+                    this.slot.received(this.cap - this.received);
+                    this.received = this.cap;
+                    this.done = true;
+                    this.slot.finish(
+                        OutboundOutcome::Limit(OutboundLimit::ResponseBody),
+                        format!("the response body is over the cap of {} bytes", this.cap),
+                    );
+                    return Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(Some(this.cap)))));
+                }
+                this.received += n;
+                this.slot.received(n);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.done = true;
+                this.slot.finish(
+                    OutboundOutcome::Failed,
+                    format!("the response body failed: {e}"),
+                );
+                Poll::Ready(Some(Err(HttpError::from(e))))
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                this.slot.finish(OutboundOutcome::Ok, String::new());
+                Poll::Ready(None)
+            }
+            Poll::Pending => {
+                if this.timeout.as_mut().poll(cx).is_ready() {
+                    this.done = true;
+                    this.slot.finish(
+                        OutboundOutcome::Timeout,
+                        "the response body did not end within the request's timeout",
+                    );
+                    return Poll::Ready(Some(Err(HttpError::HttpResponseTimeout)));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for ResponseBody {
+    fn drop(&mut self) {
+        // The guest dropped the body before its end: what it read stands.
+        self.slot.finish(OutboundOutcome::Ok, String::new());
+    }
+}
+
+/// The TLS client configuration: rustls with aws-lc-rs and the platform's
+/// roots, built on first use.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            use rustls_platform_verifier::BuilderVerifierExt as _;
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?
+                .with_platform_verifier()
+                .map_err(|e| e.to_string())?
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Ok(Arc::new(config))
+        })
+        .clone()
+}
