@@ -47,6 +47,7 @@ pub use authority::handoff::{
 };
 pub use authority::metrics::METRICS_CONTENT_TYPE;
 pub use authority::personas::valid_persona_id;
+pub use authority::reach::ASSETS_DIR;
 pub use authority::secrets::SECRETS_KEY_FILE;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};

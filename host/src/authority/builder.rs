@@ -186,6 +186,7 @@ impl HostBuilder {
             approval_ttl,
             refs,
             secrets: RwLock::new(Vec::new()),
+            reach: RwLock::new(std::collections::HashMap::new()),
             metrics: crate::authority::metrics::Metrics::new(),
             changes: tokio::sync::watch::Sender::new(0),
             watching: Mutex::new(false),

@@ -28,7 +28,9 @@ use crate::authority::metrics::{CallKind, CallOutcome};
 use crate::error::{RefError, ServerError};
 use crate::limits::{self, LimitsRequest};
 use crate::registry::{Entry, Provider, Registry};
-use crate::sandbox::{CallFailure, CallOptions, Invoker, RefReader, ToolError, TrapReason};
+use crate::sandbox::{
+    CallFailure, CallOptions, Invoker, OutboundRecord, RefReader, ToolError, TrapReason,
+};
 use crate::skill::{Skill, SkillError};
 use crate::state::refs::RefBlobs;
 use crate::state::runs::{Approval, HostEvent, Outcome, RunRow, new_run_id, now_ms};
@@ -414,6 +416,8 @@ struct Executed {
     output: Option<RunOutput>,
     error: Option<String>,
     trap: Option<TrapReason>,
+    /// The outbound HTTP requests a skill's call made.
+    outbound: Vec<OutboundRecord>,
 }
 
 impl Executed {
@@ -423,6 +427,7 @@ impl Executed {
             output: None,
             error: Some(error.into()),
             trap: None,
+            outbound: Vec::new(),
         }
     }
 }
@@ -685,6 +690,20 @@ impl HostInner {
             outbound: None,
             assets: None,
         };
+        let reach = self
+            .reach
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
+        let opts = match reach {
+            Some(r) => CallOptions {
+                outbound: r.outbound.clone(),
+                assets: r.assets.clone(),
+                ..opts
+            },
+            None => opts,
+        };
         let call = skill.run_validated(&entry.spec.tool, args, &opts);
         let result = match &req.cancel {
             Some(cancel) => tokio::select! {
@@ -699,6 +718,7 @@ impl HostInner {
                 output: Some(RunOutput::Skill(out.output)),
                 error: None,
                 trap: None,
+                outbound: out.outbound,
             },
             Err(e) => {
                 let message = e.to_string();
@@ -718,6 +738,7 @@ impl HostInner {
                     output: None,
                     error: Some(message),
                     trap,
+                    outbound: e.outbound,
                 }
             }
         }
@@ -760,6 +781,7 @@ impl HostInner {
                         output: Some(RunOutput::Mcp(result)),
                         error: Some(format!("`{}` returned an error: {text}", entry.spec.name)),
                         trap: None,
+                        outbound: Vec::new(),
                     };
                 }
                 if let Some(schema) = &entry.output {
@@ -774,6 +796,7 @@ impl HostInner {
                                 problems.join("; ")
                             )),
                             trap: None,
+                            outbound: Vec::new(),
                         };
                     }
                 }
@@ -782,6 +805,7 @@ impl HostInner {
                     output: Some(RunOutput::Mcp(result)),
                     error: None,
                     trap: None,
+                    outbound: Vec::new(),
                 }
             }
             Err(e) => match e.timeout_text() {
@@ -812,6 +836,17 @@ impl HostInner {
         }
         if let Some(t) = done.trap {
             detail.insert("trap".into(), Value::String(t.as_str().into()));
+        }
+        if let Some(Provider::Skill(skill)) = &run.provider
+            && !done.outbound.is_empty()
+        {
+            self.record_outbound(
+                skill,
+                &run.run_id,
+                persona.as_deref(),
+                &run.tool,
+                &done.outbound,
+            );
         }
         let server = run.server();
         let row = RunRow {

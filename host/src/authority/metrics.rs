@@ -283,6 +283,22 @@ pub(crate) struct Metrics {
     durations: [Histogram; 2],
     timeouts: [Counter; 2],
     traps: [Counter; TRAP_REASONS.len()],
+    /// Outbound HTTP requests of skills, by skill and outcome.
+    outbound: Family<OutboundLabels, Counter>,
+    /// Outbound HTTP body bytes of skills, by skill and direction.
+    outbound_bytes: Family<OutboundBytesLabels, Counter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OutboundLabels {
+    skill: String,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OutboundBytesLabels {
+    skill: String,
+    direction: &'static str,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -358,12 +374,50 @@ impl Metrics {
             .set(1);
         registry.register("build_info", "The skillhost version (always 1)", build);
 
+        let outbound = Family::<OutboundLabels, Counter>::default();
+        registry.register(
+            "outbound_requests",
+            "Outbound HTTP requests skills made, by skill and outcome (ok: a response came; \
+             denied: refused by the skill's approved origins or the address check; limit: a \
+             per-call limit; timeout; failed: DNS, connection, TLS or protocol)",
+            outbound.clone(),
+        );
+        let outbound_bytes = Family::<OutboundBytesLabels, Counter>::default();
+        registry.register_with_unit(
+            "outbound_body",
+            "Outbound HTTP body bytes of skills, by skill and direction (sent, received)",
+            Unit::Bytes,
+            outbound_bytes.clone(),
+        );
+
         Metrics {
             registry,
             calls,
             durations,
             timeouts,
             traps,
+            outbound,
+            outbound_bytes,
+        }
+    }
+
+    /// Counts one outbound request of `skill`.
+    pub(crate) fn record_outbound(&self, skill: &str, r: &crate::sandbox::OutboundRecord) {
+        self.outbound
+            .get_or_create(&OutboundLabels {
+                skill: skill.to_string(),
+                outcome: r.outcome.as_str(),
+            })
+            .inc();
+        for (direction, n) in [("sent", r.bytes_sent), ("received", r.bytes_received)] {
+            if n > 0 {
+                self.outbound_bytes
+                    .get_or_create(&OutboundBytesLabels {
+                        skill: skill.to_string(),
+                        direction,
+                    })
+                    .inc_by(n);
+            }
         }
     }
 

@@ -36,6 +36,7 @@ pub(crate) mod handoff;
 mod invoke;
 pub(crate) mod metrics;
 pub(crate) mod personas;
+pub(crate) mod reach;
 mod redaction;
 pub(crate) mod runs;
 pub(crate) mod secrets;
@@ -80,6 +81,9 @@ pub(crate) struct HostInner {
     changes: tokio::sync::watch::Sender<u64>,
     /// Whether the watcher task runs.
     watching: Mutex<bool>,
+    /// Each ready skill's approved reach (origins, secret headers,
+    /// assets), rebuilt with the registry.
+    reach: RwLock<HashMap<String, Arc<reach::Reach>>>,
 }
 
 /// The host. Cheap to clone; every clone is the same host.
@@ -219,6 +223,13 @@ impl HostInner {
             specialists,
             source_problems,
         });
+        let (reach, values) = self.build_reach(&reg);
+        *self.reach.write().unwrap_or_else(|e| e.into_inner()) = reach;
+        if !values.is_empty() {
+            let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+            secrets.extend(values.iter().flat_map(|v| secret_forms(v)));
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
         // Grants from before identities were recorded are bound to the
         // skill present now, once.
         if !reg.unbound.is_empty() {

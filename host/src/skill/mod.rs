@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::limits::{Limits, LimitsRequest};
 use crate::sandbox::{
-    CallError, CallFailure, CallOptions, CallOutput, InvokeFuture, InvokeRequest, Invoker,
-    LoadError, Sandbox, SkillComponent, ToolError,
+    CallError, CallFailure, CallOptions, CallOutput, Capabilities, InvokeFuture, InvokeRequest,
+    Invoker, LoadError, Sandbox, SkillComponent, ToolError,
 };
 use crate::skill::manifest::{ManifestError, SkillManifest};
 use crate::skill::schema::{Schema, default_args_schema};
@@ -66,6 +66,9 @@ struct SkillInner {
     limits: LimitsRequest,
     sandbox: Sandbox,
     config: Arc<BTreeMap<String, String>>,
+    /// The skill's `assets/` folder, when loaded from a folder and its
+    /// manifest declares `permissions.assets`.
+    assets: Option<std::path::PathBuf>,
 }
 
 /// A loaded skill. Cheap to clone.
@@ -116,7 +119,15 @@ impl Skill {
             }
             None => None,
         };
-        Skill::from_parts(sandbox, manifest, wasm.as_deref())
+        let assets = manifest
+            .permissions
+            .assets
+            .then(|| dir.join(crate::authority::reach::ASSETS_DIR));
+        let mut skill = Skill::from_parts(sandbox, manifest, wasm.as_deref())?;
+        if let Some(inner) = Arc::get_mut(&mut skill.inner) {
+            inner.assets = assets;
+        }
+        Ok(skill)
     }
 
     /// Builds a skill from a parsed manifest and the component bytes (which
@@ -135,7 +146,14 @@ impl Skill {
     ) -> Result<Skill, SkillError> {
         let label = label_of(&manifest);
         let component = match (&manifest.component, wasm) {
-            (Some(_), Some(bytes)) => Some(sandbox.load(&label, bytes)?),
+            (Some(_), Some(bytes)) => Some(sandbox.load_with(
+                &label,
+                bytes,
+                Capabilities {
+                    network: !manifest.permissions.network.is_empty(),
+                    assets: manifest.permissions.assets,
+                },
+            )?),
             (None, None) => None,
             (Some(path), None) => {
                 return Err(SkillError::ComponentFile {
@@ -175,6 +193,7 @@ impl Skill {
                 limits,
                 sandbox: sandbox.clone(),
                 config: Arc::default(),
+                assets: None,
             }),
         })
     }
@@ -309,8 +328,11 @@ impl Skill {
             depth: 0,
             not_after: None,
             refs: None,
+            // A direct call (an author's `call --skill DIR`, `check`, an
+            // install's checks) reaches no network: only an operator's
+            // approval does. Its own assets, read-only, it may read.
             outbound: None,
-            assets: None,
+            assets: self.inner.assets.clone(),
         };
         self.call_with(tool, args, &opts).await
     }
