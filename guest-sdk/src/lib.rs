@@ -141,6 +141,9 @@ pub fn read_ref(reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolE
     bindings::skillhost::plugin::host::read_ref(reference, offset, len)
 }
 
+#[cfg(feature = "http")]
+pub mod http;
+
 /// Sends one message to the host log. Prefer the macros in [`log`].
 ///
 /// ```ignore

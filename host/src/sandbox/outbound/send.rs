@@ -73,16 +73,47 @@ impl OutboundHooks {
         self.recorder.snapshot()
     }
 
-    /// Refuses the request before anything is sent.
+    /// Refuses the request before anything is sent. The guest's body is
+    /// read and dropped first (up to the cap, within the request's time),
+    /// so the guest's write of it ends normally and the guest sees this
+    /// error code, not a broken body stream.
     fn refuse(
+        &self,
         slot: &Slot,
         outcome: OutboundOutcome,
         detail: String,
         code: HttpError,
+        body: WasiBody,
     ) -> SendFuture {
         slot.finish(outcome, detail);
-        Box::new(std::future::ready(Err(code)))
+        let until = self.until();
+        let cap = self.limits.max_request_body_bytes;
+        Box::new(async move {
+            drain(body, until, cap).await;
+            Err(code)
+        })
     }
+
+    /// When a request starting now must end: its timeout, or the call's
+    /// deadline if earlier.
+    fn until(&self) -> Instant {
+        (Instant::now() + self.limits.request_timeout).min(self.deadline)
+    }
+}
+
+/// Reads and drops a request body until its end, `cap` bytes, an error or
+/// `until`, whichever comes first.
+async fn drain(mut body: WasiBody, until: Instant, cap: u64) {
+    let read = async {
+        let mut total = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            total += frame.data_ref().map(|d| d.len() as u64).unwrap_or(0);
+            if total > cap {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout_at(until.into(), read).await;
 }
 
 /// The parts of a request's URI the policy looks at.
@@ -189,39 +220,46 @@ impl WasiHttpHooks for OutboundHooks {
                     self.over_limit = Some((slot, 0));
                 }
             }
-            return Box::new(std::future::ready(Err(HttpError::HttpRequestDenied)));
+            let (until, cap) = (self.until(), self.limits.max_request_body_bytes);
+            return Box::new(async move {
+                drain(request.into_body(), until, cap).await;
+                Err(HttpError::HttpRequestDenied)
+            });
         }
 
         let slot = self.recorder.start(method, origin.clone());
         let Some(policy) = self.policy.clone() else {
-            return Self::refuse(
+            return self.refuse(
                 &slot,
                 OutboundOutcome::Denied(DenyReason::NoNetwork),
                 "this call may not make HTTP requests".into(),
                 HttpError::HttpRequestDenied,
+                request.into_body(),
             );
         };
         let target = match target {
             Ok(t) => t,
             Err(why) => {
-                return Self::refuse(
+                return self.refuse(
                     &slot,
                     OutboundOutcome::Denied(DenyReason::Invalid),
                     why.into(),
                     HttpError::HttpRequestUriInvalid,
+                    request.into_body(),
                 );
             }
         };
         if !policy.allows(target.scheme.as_str(), &target.host, target.port) {
-            return Self::refuse(
+            return self.refuse(
                 &slot,
                 OutboundOutcome::Denied(DenyReason::Origin),
                 format!("{origin} is not an allowed origin"),
                 HttpError::HttpRequestDenied,
+                request.into_body(),
             );
         }
         let Ok(permit) = self.concurrency.clone().try_acquire_owned() else {
-            return Self::refuse(
+            return self.refuse(
                 &slot,
                 OutboundOutcome::Limit(OutboundLimit::Concurrent),
                 format!(
@@ -229,6 +267,7 @@ impl WasiHttpHooks for OutboundHooks {
                     self.limits.max_concurrent
                 ),
                 HttpError::ConnectionLimitReached,
+                request.into_body(),
             );
         };
         let max_body = self.limits.max_request_body_bytes;
@@ -238,11 +277,12 @@ impl WasiHttpHooks for OutboundHooks {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if let Some(n) = declared.filter(|n| *n > max_body) {
-            return Self::refuse(
+            return self.refuse(
                 &slot,
                 OutboundOutcome::Limit(OutboundLimit::RequestBody),
                 format!("a request body of {n} bytes is over the cap of {max_body} bytes"),
                 HttpError::HttpRequestBodySize(Some(n)),
+                request.into_body(),
             );
         }
 
@@ -269,35 +309,57 @@ impl WasiHttpHooks for OutboundHooks {
             .collect();
 
         let now = Instant::now();
-        let until = (now + self.limits.request_timeout).min(self.deadline);
+        let until = self.until();
         let limits = self.limits;
         Box::new(async move {
+            let timed_out = |code| Failure {
+                outcome: OutboundOutcome::Timeout,
+                detail: format!(
+                    "no response within {} ms",
+                    until.saturating_duration_since(now).as_millis()
+                ),
+                code,
+            };
+            // Resolve, check and connect before the body is touched: a
+            // refusal here drains the body so the guest sees its code.
+            let stream =
+                match tokio::time::timeout_at(until.into(), connect(&target, &listed)).await {
+                    Ok(Ok(stream)) => Ok(stream),
+                    Ok(Err(f)) => Err(f),
+                    Err(_) => Err(timed_out(HttpError::ConnectionTimeout)),
+                };
+            let stream = match stream {
+                Ok(s) => s,
+                Err(f) => {
+                    slot.finish(f.outcome, f.detail);
+                    drain(request.into_body(), until, limits.max_request_body_bytes).await;
+                    return Err(f.code);
+                }
+            };
             let sent_over = Arc::new(AtomicBool::new(false));
+            let leftover = Leftover::default();
             let request = request.map(|inner| CountedRequestBody {
-                inner,
+                inner: Some(inner),
                 slot: slot.clone(),
                 sent: 0,
                 cap: limits.max_request_body_bytes,
                 over: sent_over.clone(),
+                leftover: leftover.clone(),
             });
             let run = send(
-                request, &target, &listed, &slot, &limits, &sent_over, until, permit,
+                stream, request, &target, &slot, &limits, &sent_over, until, permit, &leftover,
             );
             let result = match tokio::time::timeout_at(until.into(), run).await {
                 Ok(r) => r,
-                Err(_) => Err(Failure {
-                    outcome: OutboundOutcome::Timeout,
-                    detail: format!(
-                        "no response within {} ms",
-                        until.saturating_duration_since(now).as_millis()
-                    ),
-                    code: HttpError::ConnectionReadTimeout,
-                }),
+                Err(_) => Err(timed_out(HttpError::ConnectionReadTimeout)),
             };
             match result {
                 Ok(r) => Ok(r),
                 Err(f) => {
                     slot.finish(f.outcome, f.detail);
+                    if let Some(body) = leftover.take() {
+                        drain(body, until, limits.max_request_body_bytes).await;
+                    }
                     Err(f.code)
                 }
             }
@@ -305,24 +367,9 @@ impl WasiHttpHooks for OutboundHooks {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn send(
-    mut request: http::Request<CountedRequestBody>,
-    target: &Target,
-    listed: &[IpAddr],
-    slot: &Slot,
-    limits: &OutboundLimits,
-    sent_over: &AtomicBool,
-    until: Instant,
-    permit: OwnedSemaphorePermit,
-) -> Result<
-    (
-        http::Response<WasiBody>,
-        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-    ),
-    Failure,
-> {
-    // Resolve once; check every answer; connect only to checked answers.
+/// Resolves the target once, checks every address, and connects to the
+/// first checked address that answers.
+async fn connect(target: &Target, listed: &[IpAddr]) -> Result<TcpStream, Failure> {
     let addresses: Vec<IpAddr> = match target.ip_literal() {
         Some(ip) => vec![ip],
         None => tokio::net::lookup_host((target.bare_host(), target.port))
@@ -358,26 +405,43 @@ async fn send(
             });
         }
     }
-    let mut stream = None;
     let mut last_error = None;
     for ip in &addresses {
         match TcpStream::connect(SocketAddr::new(*ip, target.port)).await {
             Ok(s) => {
-                stream = Some(s);
-                break;
+                let _ = s.set_nodelay(true);
+                return Ok(s);
             }
             Err(e) => last_error = Some(e),
         }
     }
-    let Some(stream) = stream else {
-        let kind = last_error.map(|e| e.kind().to_string()).unwrap_or_default();
-        return Err(Failure::failed(
-            format!("cannot connect: {kind}"),
-            HttpError::ConnectionRefused,
-        ));
-    };
-    let _ = stream.set_nodelay(true);
+    let kind = last_error.map(|e| e.kind().to_string()).unwrap_or_default();
+    Err(Failure::failed(
+        format!("cannot connect: {kind}"),
+        HttpError::ConnectionRefused,
+    ))
+}
 
+/// Sends the request on a connected stream: TLS for https, HTTP/1.1, the
+/// response head checked, the body wrapped.
+#[allow(clippy::too_many_arguments)]
+async fn send(
+    stream: TcpStream,
+    mut request: http::Request<CountedRequestBody>,
+    target: &Target,
+    slot: &Slot,
+    limits: &OutboundLimits,
+    sent_over: &AtomicBool,
+    until: Instant,
+    permit: OwnedSemaphorePermit,
+    leftover: &Leftover,
+) -> Result<
+    (
+        http::Response<WasiBody>,
+        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ),
+    Failure,
+> {
     let header_cap = usize::try_from(limits.max_response_header_bytes).unwrap_or(usize::MAX);
     let mut builder = hyper::client::conn::http1::Builder::new();
     builder.max_buf_size(header_cap.max(8192));
@@ -460,7 +524,8 @@ async fn send(
             cap,
             timeout: Box::pin(tokio::time::sleep_until(until.into())),
             done: false,
-            _permit: permit,
+            permit: Some(permit),
+            leftover: Some(leftover.clone()),
         }
         .boxed_unsync()
     });
@@ -533,13 +598,41 @@ where
     Ok((response, conn))
 }
 
+/// A request body hyper stopped reading before its end (the server
+/// answered first). It is kept, not dropped, so the guest's writes and
+/// `finish` still succeed and the guest sees the response (or its error
+/// code) rather than a broken body stream.
+#[derive(Clone, Default)]
+struct Leftover(Arc<std::sync::Mutex<Option<WasiBody>>>);
+
+impl Leftover {
+    fn put(&self, body: WasiBody) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(body);
+    }
+
+    fn take(&self) -> Option<WasiBody> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
 /// The guest's request body, counted; fails past the cap.
 struct CountedRequestBody {
-    inner: WasiBody,
+    inner: Option<WasiBody>,
     slot: Slot,
     sent: u64,
     cap: u64,
     over: Arc<AtomicBool>,
+    leftover: Leftover,
+}
+
+impl Drop for CountedRequestBody {
+    fn drop(&mut self) {
+        if let Some(body) = self.inner.take()
+            && !body.is_end_stream()
+        {
+            self.leftover.put(body);
+        }
+    }
 }
 
 impl Body for CountedRequestBody {
@@ -551,7 +644,15 @@ impl Body for CountedRequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, HttpError>>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_frame(cx) {
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(inner).poll_frame(cx);
+        if let Poll::Ready(None | Some(Err(_))) = polled {
+            // Ended: nothing is left to keep open.
+            this.inner = None;
+        }
+        match polled {
             Poll::Ready(Some(Ok(frame))) => {
                 let n = frame.data_ref().map(|d| d.len() as u64).unwrap_or(0);
                 if this.sent.saturating_add(n) > this.cap {
@@ -567,11 +668,14 @@ impl Body for CountedRequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(|b| b.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map(|b| b.size_hint())
+            .unwrap_or_else(|| SizeHint::with_exact(0))
     }
 }
 
@@ -585,7 +689,22 @@ struct ResponseBody {
     cap: u64,
     timeout: Pin<Box<tokio::time::Sleep>>,
     done: bool,
-    _permit: OwnedSemaphorePermit,
+    /// The request's concurrency slot, given back at the body's end.
+    permit: Option<OwnedSemaphorePermit>,
+    /// What hyper left of the request body, kept open until the response
+    /// body ends (the guest finishes writing its body before it reads the
+    /// response's).
+    leftover: Option<Leftover>,
+}
+
+impl ResponseBody {
+    /// Ends the body: its record gets `outcome`, its slot is given back.
+    fn end(&mut self, outcome: OutboundOutcome, detail: impl Into<String>) {
+        self.done = true;
+        self.permit = None;
+        self.leftover = None;
+        self.slot.finish(outcome, detail);
+    }
 }
 
 impl Body for ResponseBody {
@@ -606,10 +725,10 @@ impl Body for ResponseBody {
                 if this.received.saturating_add(n) > this.cap {
                     this.slot.received(this.cap - this.received);
                     this.received = this.cap;
-                    this.done = true;
-                    this.slot.finish(
+                    let cap = this.cap;
+                    this.end(
                         OutboundOutcome::Limit(OutboundLimit::ResponseBody),
-                        format!("the response body is over the cap of {} bytes", this.cap),
+                        format!("the response body is over the cap of {cap} bytes"),
                     );
                     return Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(Some(this.cap)))));
                 }
@@ -618,22 +737,19 @@ impl Body for ResponseBody {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
-                this.done = true;
-                this.slot.finish(
+                this.end(
                     OutboundOutcome::Failed,
                     format!("the response body failed: {e}"),
                 );
                 Poll::Ready(Some(Err(HttpError::from(e))))
             }
             Poll::Ready(None) => {
-                this.done = true;
-                this.slot.finish(OutboundOutcome::Ok, String::new());
+                this.end(OutboundOutcome::Ok, String::new());
                 Poll::Ready(None)
             }
             Poll::Pending => {
                 if this.timeout.as_mut().poll(cx).is_ready() {
-                    this.done = true;
-                    this.slot.finish(
+                    this.end(
                         OutboundOutcome::Timeout,
                         "the response body did not end within the request's timeout",
                     );
