@@ -1,7 +1,8 @@
 //! Builds the plugins the `skillhost` crate ships from source (see
 //! `build/plugins.rs`): the built-in skills (`text-tools`, `json-tools`),
 //! embedded in the library, and the hostile plugins `skillhost demo` runs
-//! (`hostile`, `hostile-fs`, `hostile-net`), embedded in the binary only,
+//! (`hostile`, `hostile-fs`, `hostile-net`) and the example `weather`,
+//! embedded in the binary only,
 //! so the demo runs on any machine. The test suites build their own copies
 //! (`tests/artifacts`).
 
@@ -24,6 +25,7 @@ fn main() {
             "hostile",
             "hostile-fs",
             "hostile-net",
+            "weather",
         ],
     );
     let (builtin, demo) = built.split_at(2);

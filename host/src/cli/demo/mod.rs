@@ -2,6 +2,7 @@
 
 mod host;
 mod mcp;
+mod reach;
 mod serve;
 
 use std::path::{Path, PathBuf};
@@ -294,6 +295,17 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
             println!("  → {result}");
         }
         Err(e) => failures.push(format!("serving MCP: {e:#}")),
+    }
+
+    println!(
+        "\n9. A skill that reaches the world: approved origins, a secret the code never sees, read-only assets"
+    );
+    match reach::run(&scratch.join("reach")).await {
+        Ok(result) => {
+            ok += 1;
+            println!("  → {result}");
+        }
+        Err(e) => failures.push(format!("reach: {e:#}")),
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
