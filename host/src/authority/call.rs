@@ -567,6 +567,10 @@ impl HostInner {
     }
 
     fn wait_for_approval(&self, run: Pending, args: &Value) -> RunReport {
+        // Kept until decided and shown to the operator: never a secret a
+        // skill passed on.
+        let mut args = args.clone();
+        self.redact_value(&mut args);
         let args_text = args.to_string();
         if args_text.len() > limits::MAX_WAITING_ARGS_BYTES {
             let stop = Stop::WaitingArgs {
@@ -826,7 +830,25 @@ impl HostInner {
         );
         let duration_ms = duration.as_millis() as i64;
         let persona = run.caller.persona_id().map(str::to_string);
-        let error = done.error.map(|e| self.redact(&e));
+        let mut done = done;
+        let error = done.error.take().map(|e| self.redact(&e));
+        // A skill may have been handed a secret back (an API echoing its
+        // token): it goes to no client, run or event.
+        if let Some(output) = &mut done.output {
+            match output {
+                RunOutput::Skill(v) => {
+                    self.redact_value(v);
+                }
+                RunOutput::Mcp(result) => {
+                    if let Ok(mut v) = serde_json::to_value(&*result)
+                        && self.redact_value(&mut v)
+                        && let Ok(clean) = serde_json::from_value(v)
+                    {
+                        *result = clean;
+                    }
+                }
+            }
+        }
         let mut detail = serde_json::Map::new();
         if let Some(e) = &error {
             detail.insert("error".into(), Value::String(e.clone()));

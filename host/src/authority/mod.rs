@@ -241,6 +241,13 @@ impl HostInner {
         Ok(reg)
     }
 
+    /// Redacts every secret from the strings of `value`; whether any was
+    /// there.
+    fn redact_value(&self, value: &mut serde_json::Value) -> bool {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        !secrets.is_empty() && redaction::redact_value(&secrets, value)
+    }
+
     fn redact(&self, text: &str) -> String {
         redact(
             &self.secrets.read().unwrap_or_else(|e| e.into_inner()),
