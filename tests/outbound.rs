@@ -402,7 +402,12 @@ async fn a_name_resolving_to_loopback_is_refused_unless_its_address_is_listed() 
     let a = Server::start().await;
     let name = OriginPattern::parse(&format!("http://localhost:{}", a.port)).unwrap();
     let url = format!("http://localhost:{}/ok", a.port);
-    let out = call("probe.fetch", json!({"url": url}), &allow(&[name.clone()])).await;
+    let out = call(
+        "probe.fetch",
+        json!({"url": url}),
+        &allow(std::slice::from_ref(&name)),
+    )
+    .await;
     assert_eq!(out.output["kind"], "Denied", "{}", out.output);
     let r = one(&out);
     assert_eq!(

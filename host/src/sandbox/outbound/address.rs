@@ -141,9 +141,9 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
     }
     // IPv4 inside IPv6: mapped (::ffff:0:0/96), compatible (::/96), NAT64
     // (64:ff9b::/96) and 6to4 (2002::/16) reach that IPv4 address.
-    let embedded = if s[..5] == [0; 5] && (s[5] == 0xffff || s[5] == 0) {
-        Some(Ipv4Addr::from(u128::from(ip) as u32))
-    } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    let low32 =
+        (s[..5] == [0; 5] && (s[5] == 0xffff || s[5] == 0)) || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    let embedded = if low32 {
         Some(Ipv4Addr::from(u128::from(ip) as u32))
     } else if s[0] == 0x2002 {
         Some(Ipv4Addr::from(((s[1] as u32) << 16) | s[2] as u32))
