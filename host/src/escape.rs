@@ -1,4 +1,5 @@
-//! Escaping of guest-controlled text before it reaches a log or a terminal.
+//! Escaping of guest-controlled text before it reaches a log or a terminal,
+//! and redaction of secret values from any text the host records.
 
 /// Returns `text` with every control character (ANSI escapes, bells,
 /// carriage returns…) written as a visible escape, cut to at most `max_bytes`
@@ -61,4 +62,17 @@ mod tests {
     fn invisible_characters_are_escaped() {
         assert_eq!(escape_control("a\u{202E}b", 10, true), "a\\u{202e}b");
     }
+}
+
+/// Replaces every secret value (of at least 4 characters) in `text` with
+/// `[redacted]`. `secrets` should be sorted longest first, so a value that
+/// contains another is replaced whole.
+pub(crate) fn redact(secrets: &[String], text: &str) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        if s.len() >= 4 && out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "[redacted]");
+        }
+    }
+    out
 }

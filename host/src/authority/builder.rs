@@ -185,7 +185,7 @@ impl HostBuilder {
             events,
             approval_ttl,
             refs,
-            secrets: RwLock::new(Vec::new()),
+            secrets: RwLock::new(Arc::default()),
             reach: RwLock::new(std::collections::HashMap::new()),
             metrics: crate::authority::metrics::Metrics::new(),
             changes: tokio::sync::watch::Sender::new(0),

@@ -693,6 +693,11 @@ impl HostInner {
             refs,
             outbound: None,
             assets: None,
+            redact: self
+                .secrets
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         };
         let reach = self
             .reach

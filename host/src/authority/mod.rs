@@ -72,7 +72,7 @@ pub(crate) struct HostInner {
     refs: RefBlobs,
     /// Every configured secret value (MCP env and header values), redacted
     /// from anything recorded.
-    secrets: RwLock<Vec<String>>,
+    secrets: RwLock<Arc<[String]>>,
     /// This host's counters ([`Host::metrics_text`]).
     metrics: crate::authority::metrics::Metrics,
     /// Bumped whenever the registry snapshot changes (see
@@ -208,7 +208,7 @@ impl HostInner {
             .flat_map(|v| secret_forms(v.expose()))
             .collect();
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets;
+        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets.into();
         let specialists = if settings.specialists.is_empty() {
             DEFAULT_SPECIALISTS.iter().map(|s| s.to_string()).collect()
         } else {
@@ -227,8 +227,11 @@ impl HostInner {
         *self.reach.write().unwrap_or_else(|e| e.into_inner()) = reach;
         if !values.is_empty() {
             let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
-            secrets.extend(values.iter().flat_map(|v| secret_forms(v)));
-            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            let mut all: Vec<String> = secrets.iter().cloned().collect();
+            all.extend(values.iter().flat_map(|v| secret_forms(v)));
+            all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            all.dedup();
+            *secrets = all.into();
         }
         // Grants from before identities were recorded are bound to the
         // skill present now, once.

@@ -20,16 +20,7 @@ pub(crate) fn secret_forms(value: &str) -> Vec<String> {
     forms
 }
 
-/// Replaces every secret value in `text` with `[redacted]`.
-pub(crate) fn redact(secrets: &[String], text: &str) -> String {
-    let mut out = text.to_string();
-    for s in secrets {
-        if s.len() >= 4 && out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-    }
-    out
-}
+pub(crate) use crate::escape::redact;
 
 /// Replaces every secret value in every string of `value` (object keys
 /// included) with `[redacted]`; returns whether anything was replaced.

@@ -48,7 +48,11 @@ impl skillhost::plugin::types::Host for CallState {}
 impl skillhost::plugin::host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
         self.charge_hostward(message.len())?;
-        let message = escape_control(&message, MAX_LOG_MESSAGE_BYTES, false);
+        let message = escape_control(
+            &crate::escape::redact(&self.redact, &message),
+            MAX_LOG_MESSAGE_BYTES,
+            false,
+        );
         let (skill, tool) = (&*self.identity.skill, &*self.identity.tool);
         match level {
             LogLevel::Trace => {

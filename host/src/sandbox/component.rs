@@ -17,7 +17,7 @@ use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 use super::state::{CallIdentity, CallReach, CallState, HostTrap};
 use super::{SandboxInner, imports};
-use crate::escape::{escape_bytes, escape_control};
+use crate::escape::{escape_bytes, escape_control, redact};
 use crate::limits::Limits;
 
 /// How much captured stderr a [`CallError`] carries.
@@ -92,6 +92,11 @@ pub struct CallOptions {
     /// A folder the component reads at `/assets` (read-only: no write, no
     /// `..` or symlink out of it); `None` gives an empty filesystem.
     pub assets: Option<PathBuf>,
+    /// Secret values to replace with `[redacted]` in what the sandbox logs
+    /// and returns of the guest's log lines and stdout/stderr (longest
+    /// first). A guest handed a secret back by an API it called cannot log
+    /// it out.
+    pub redact: Arc<[String]>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -103,6 +108,7 @@ impl fmt::Debug for CallOptions {
             .field("depth", &self.depth)
             .field("outbound", &self.outbound)
             .field("assets", &self.assets.is_some())
+            .field("redact", &self.redact.len())
             .finish()
     }
 }
@@ -276,6 +282,7 @@ impl SkillComponent {
                 .network
                 .then(|| OutboundHooks::new(opts.outbound.clone(), opts.limits.outbound, deadline)),
             assets: opts.assets.clone().filter(|_| caps.assets),
+            redact: opts.redact.clone(),
         };
         let identity = CallIdentity {
             skill: self.inner.label.clone(),
@@ -478,8 +485,14 @@ impl SkillComponent {
     /// Logs and returns the captured stdout and stderr, escaped.
     fn take_stdio(&self, tool: &str, store: &Store<CallState>) -> (String, String) {
         let state = store.data();
-        let stdout = escape_bytes(&state.stdout.lock().kept, usize::MAX);
-        let stderr = escape_bytes(&state.stderr.lock().kept, usize::MAX);
+        let stdout = redact(
+            &state.redact,
+            &escape_bytes(&state.stdout.lock().kept, usize::MAX),
+        );
+        let stderr = redact(
+            &state.redact,
+            &escape_bytes(&state.stderr.lock().kept, usize::MAX),
+        );
         let skill = &*self.inner.label;
         if !stdout.is_empty() {
             tracing::debug!(target: "skillhost::guest", skill, tool, stream = "stdout", "{stdout}");

@@ -248,6 +248,8 @@ pub(crate) struct CallState {
     /// The send hook and records of outbound requests; `None` for a
     /// component without network access (it cannot reach `wasi:http`).
     outbound: Option<OutboundHooks>,
+    /// Secret values redacted from the guest's log lines and stdio.
+    pub redact: Arc<[String]>,
 }
 
 /// Where a call's assets folder is, read-only, in the guest: `/assets`.
@@ -260,6 +262,8 @@ pub(crate) struct CallReach {
     pub outbound: Option<OutboundHooks>,
     /// A folder preopened read-only at [`ASSETS_GUEST_PATH`].
     pub assets: Option<std::path::PathBuf>,
+    /// Secret values redacted from the guest's log lines and stdio.
+    pub redact: Arc<[String]>,
 }
 
 impl CallState {
@@ -314,6 +318,7 @@ impl CallState {
             ticking: None,
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             outbound: reach.outbound,
+            redact: reach.redact,
         })
     }
 

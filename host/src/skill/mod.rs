@@ -333,6 +333,7 @@ impl Skill {
             // approval does. Its own assets, read-only, it may read.
             outbound: None,
             assets: self.inner.assets.clone(),
+            redact: Arc::default(),
         };
         self.call_with(tool, args, &opts).await
     }
@@ -445,6 +446,7 @@ impl Invoker for SameSkill {
                 refs: None,
                 outbound: None,
                 assets: None,
+                redact: Arc::default(),
             };
             match Box::pin(skill.call_with(&req.tool, &args, &opts)).await {
                 Ok(out) => Ok(out.output.to_string()),

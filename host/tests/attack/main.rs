@@ -7,6 +7,7 @@ mod common;
 
 mod client;
 mod private_files;
+mod secrets;
 mod self_approval;
 mod sessions;
 mod slow_connections;
