@@ -40,6 +40,19 @@ pub(crate) fn escape_bytes(bytes: &[u8], max_bytes: usize) -> String {
     escape_control(&String::from_utf8_lossy(bytes), max_bytes, true)
 }
 
+/// Replaces every secret value (of at least 4 characters) in `text` with
+/// `[redacted]`. `secrets` should be sorted longest first, so a value that
+/// contains another is replaced whole.
+pub(crate) fn redact(secrets: &[String], text: &str) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        if s.len() >= 4 && out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "[redacted]");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,17 +75,4 @@ mod tests {
     fn invisible_characters_are_escaped() {
         assert_eq!(escape_control("a\u{202E}b", 10, true), "a\\u{202e}b");
     }
-}
-
-/// Replaces every secret value (of at least 4 characters) in `text` with
-/// `[redacted]`. `secrets` should be sorted longest first, so a value that
-/// contains another is replaced whole.
-pub(crate) fn redact(secrets: &[String], text: &str) -> String {
-    let mut out = text.to_string();
-    for s in secrets {
-        if s.len() >= 4 && out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-    }
-    out
 }
