@@ -30,6 +30,10 @@ const ROUTES: &[&str] = &[
     "POST /api/skills/{name}/enable",
     "POST /api/skills/{name}/disable",
     "POST /api/skills/{name}/trust",
+    "POST /api/skills/{name}/approve",
+    "GET /api/skills/{name}/secrets",
+    "PUT /api/skills/{name}/secrets/{secret}",
+    "DELETE /api/skills/{name}/secrets/{secret}",
     "GET /api/mcp-servers",
     "POST /api/mcp-servers",
     "GET /api/mcp-servers/{name}",
@@ -348,6 +352,7 @@ async fn every_route_is_documented_and_needs_the_admin_token() {
         let (method, path) = op.split_once(' ').expect("op");
         let path = path
             .replace("{name}", "x")
+            .replace("{secret}", "x")
             .replace("{persona_id}", "x")
             .replace("{run_id}", "run_x")
             .replace("{ref_id}", "ref_x");
@@ -1124,4 +1129,183 @@ async fn concurrent_grant_requests_all_succeed_and_agree() {
     let even: BTreeSet<String> = personas.iter().step_by(2).cloned().collect();
     assert_eq!(listed(0), even);
     assert_eq!(listed(1), personas.iter().cloned().collect());
+}
+
+/// A bundle of conformance-fixtures (not a built-in) at `version` asking
+/// for `permissions` (YAML under `permissions:`).
+fn bundle_asking(work: &Path, key: &SecretKey, version: &str, permissions: &str) -> Vec<u8> {
+    let dir = work.join(format!("fixtures-{version}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let manifest =
+        std::fs::read_to_string(Path::new(art::CONFORMANCE_FIXTURES_DIR).join("skill.yaml"))
+            .expect("manifest")
+            .replace("version: 0.1.0", &format!("version: {version}"))
+            + &format!("permissions:\n{permissions}");
+    std::fs::write(dir.join("skill.yaml"), manifest).expect("write manifest");
+    std::fs::copy(
+        art::CONFORMANCE_FIXTURES_WASM_PATH,
+        dir.join("conformance_fixtures.wasm"),
+    )
+    .expect("copy wasm");
+    pack_dir(&dir, Some(key)).expect("pack").0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permissions_are_approved_by_digest_and_secrets_go_in_but_never_out() {
+    const SECRET: &str = "api-secret-5e8d2c71f0";
+    let work = tempfile::tempdir().expect("tempdir");
+    let data = work.path().join("data");
+    let server = start(&data);
+    let api = Api::new(&server);
+    let (key, _) = SecretKey::generate().expect("key");
+    let asks = "  network: [https://api.example.com]\n  secrets:\n    - name: token\n      origins: [https://api.example.com]\n";
+    let bytes = bundle_asking(work.path(), &key, "1.0.0", asks);
+    let (status, body) = api.upload("/api/skills?allow_untrusted=true", bytes).await;
+    assert_eq!(status, 201, "{body}");
+    let skill = &body["skill"];
+    assert_eq!(skill["state"], "untrusted", "{skill}");
+    assert_eq!(
+        skill["permissions"]["network"],
+        json!(["https://api.example.com"])
+    );
+    let digest = skill["permissions_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let (status, body) = api
+        .post("/api/skills/conformance-fixtures/trust", json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "unapproved", "{body}");
+    assert_eq!(
+        body["missing"],
+        json!([
+            "network https://api.example.com",
+            "secret token as `authorization` to https://api.example.com"
+        ])
+    );
+
+    // The digest is required, must be the shown one, and nothing else
+    // goes in the body.
+    for (input, want) in [
+        (json!({}), 400),
+        (json!({"digest": "0".repeat(64)}), 409),
+        (json!({"digest": digest, "also": "this"}), 400),
+        (json!("approve"), 400),
+    ] {
+        let (status, body) = api
+            .post("/api/skills/conformance-fixtures/approve", input.clone())
+            .await;
+        assert_eq!(status, want, "{input}: {body}");
+    }
+    let (status, body) = api
+        .post("/api/skills/nope/approve", json!({"digest": digest}))
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = api
+        .post(
+            "/api/skills/conformance-fixtures/approve",
+            json!({"digest": digest}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "secrets_missing", "{body}");
+    let (status, body) = api
+        .post(
+            "/api/skills/conformance-fixtures/approve",
+            json!({"digest": digest}),
+        )
+        .await;
+    assert_eq!(status, 409, "approving twice: {body}");
+
+    // Secrets: only declared names, only header-safe values, never shown.
+    for (path, input, want) in [
+        (
+            "/api/skills/conformance-fixtures/secrets/other",
+            json!({"value": SECRET}),
+            400,
+        ),
+        (
+            "/api/skills/conformance-fixtures/secrets/token",
+            json!({"value": "a\r\nX-Evil: 1"}),
+            400,
+        ),
+        (
+            "/api/skills/conformance-fixtures/secrets/token",
+            json!({"value": ""}),
+            400,
+        ),
+        (
+            "/api/skills/conformance-fixtures/secrets/token",
+            json!({"value": "x".repeat(9000)}),
+            400,
+        ),
+        (
+            "/api/skills/conformance-fixtures/secrets/token",
+            json!({"secret": SECRET}),
+            400,
+        ),
+        (
+            "/api/skills/nope/secrets/token",
+            json!({"value": SECRET}),
+            404,
+        ),
+    ] {
+        let (status, body) = api.put(path, input.clone()).await;
+        assert_eq!(status, want, "{path} {input}: {body}");
+        assert!(
+            !body.to_string().contains(SECRET),
+            "an error repeats the value: {body}"
+        );
+        assert!(
+            !body.to_string().contains("X-Evil"),
+            "an error repeats the value: {body}"
+        );
+    }
+    let (status, body) = api
+        .put(
+            "/api/skills/conformance-fixtures/secrets/token",
+            json!({"value": SECRET}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(names(&body, "name"), vec!["token".to_string()]);
+    let mut seen = vec![body];
+    for path in [
+        "/api/skills",
+        "/api/skills/conformance-fixtures/secrets",
+        "/api/events",
+        "/api/runs",
+    ] {
+        let (status, body) = api.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        seen.push(body);
+    }
+    for body in &seen {
+        assert!(!body.to_string().contains(SECRET), "shown: {body}");
+    }
+    let skills = &seen[1];
+    let fixtures = skills
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "conformance-fixtures"))
+        .expect("listed");
+    assert_eq!(fixtures["state"], "ready", "{fixtures}");
+    let (status, body) = api
+        .delete("/api/skills/conformance-fixtures/secrets/token")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = api
+        .delete("/api/skills/conformance-fixtures/secrets/token")
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (_, events) = api.get("/api/events").await;
+    let kinds: Vec<&str> = events
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for k in ["permissions_approved", "secret_set", "secret_removed"] {
+        assert!(kinds.contains(&k), "{k} not in {kinds:?}");
+    }
 }

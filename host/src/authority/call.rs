@@ -838,21 +838,10 @@ impl HostInner {
         let mut done = done;
         let error = done.error.take().map(|e| self.redact(&e));
         // A skill may have been handed a secret back (an API echoing its
-        // token): it goes to no client, run or event.
-        if let Some(output) = &mut done.output {
-            match output {
-                RunOutput::Skill(v) => {
-                    self.redact_value(v);
-                }
-                RunOutput::Mcp(result) => {
-                    if let Ok(mut v) = serde_json::to_value(&*result)
-                        && self.redact_value(&mut v)
-                        && let Ok(clean) = serde_json::from_value(v)
-                    {
-                        *result = clean;
-                    }
-                }
-            }
+        // token): it goes to no client, run or event. (An MCP tool's
+        // result is its server's answer to the caller, as it gave it.)
+        if let Some(RunOutput::Skill(v)) = &mut done.output {
+            self.redact_value(v);
         }
         let mut detail = serde_json::Map::new();
         if let Some(e) = &error {

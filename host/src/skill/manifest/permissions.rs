@@ -49,6 +49,10 @@ const RESERVED_HEADERS: &[&str] = &[
 /// name: weather
 /// version: 1.0.0
 /// description: Reads the weather.
+/// component: weather.wasm
+/// tool_names: [weather.now]
+/// tools:
+///   - {name: weather.now, description: The weather now., read_only: true}
 /// permissions:
 ///   network: [https://api.example.com]
 ///   secrets:
