@@ -1,6 +1,15 @@
 //! The send hook of one call: every `wasi:http/outgoing-handler.handle`
 //! of the guest ends here, is checked, and is sent by the host on a fresh
 //! connection to the address that was checked.
+//!
+//! The guest's `request-options` (connect, first-byte and between-bytes
+//! timeouts) are not used: the host's per-request timeout bounds the whole
+//! request. Everything a request runs is a future inside the call's store
+//! (wasmtime-wasi-http spawns them as abort-on-drop tasks held by the
+//! resource table), so it ends with the call; the one exception is a DNS
+//! lookup already handed to the system resolver on a blocking thread,
+//! which finishes there (bounded by the resolver's own timeout) but whose
+//! answer nobody reads.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
