@@ -89,9 +89,11 @@ async fn host_request(port: u16) -> usize {
         .header("host", format!("127.0.0.1:{port}"))
         .body(Empty::new())
         .unwrap();
+    // The connection ends once the sender is dropped after the response.
     let (response, _) = tokio::join!(
-        async {
+        async move {
             let r = sender.send_request(req).await.unwrap();
+            drop(sender);
             r.into_body().collect().await.unwrap().to_bytes().len()
         },
         conn
