@@ -784,3 +784,75 @@ async fn assets_are_read_only_and_closed() {
     // And the next call with assets works.
     assert_eq!(read("/assets/data/hello.txt").await["ok"], true);
 }
+
+// ---------------------------------------------------------------------------
+// TLS.
+// ---------------------------------------------------------------------------
+
+/// An https origin whose server shows a self-signed certificate (a
+/// man in the middle, as far as the host can tell): the handshake fails,
+/// the request is recorded `failed` naming the certificate, and no HTTP
+/// request reaches the server; the host never skips verification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_certificate_is_not_trusted() {
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+        .expect("certificate");
+    let key =
+        rustls::pki_types::PrivateKeyDer::try_from(cert.key_pair.serialize_der()).expect("key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handshakes = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let (h, r) = (handshakes.clone(), requests.clone());
+    let task = tokio::spawn(async move {
+        // Bounded: the test makes one request.
+        for _ in 0..4 {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            h.fetch_add(1, Ordering::SeqCst);
+            let Ok(tls) = acceptor.accept(stream).await else {
+                continue;
+            };
+            let r = r.clone();
+            let service = hyper::service::service_fn(move |_req| {
+                r.fetch_add(1, Ordering::SeqCst);
+                async { Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from("hi")))) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
+        }
+    });
+    let origin = OriginPattern::parse(&format!("https://127.0.0.1:{port}")).unwrap();
+    let out = call(
+        "probe.fetch",
+        json!({"url": format!("https://127.0.0.1:{port}/ok")}),
+        &allow(&[origin]),
+    )
+    .await;
+    let rec = one(&out);
+    assert_eq!(rec.outcome, OutboundOutcome::Failed, "{rec:?}");
+    assert!(rec.status.is_none(), "{rec:?}");
+    assert!(
+        rec.detail.to_lowercase().contains("certificate")
+            || rec.detail.to_lowercase().contains("tls"),
+        "the record names the TLS failure: {rec:?}"
+    );
+    assert!(out.output["error"].is_string(), "{}", out.output);
+    assert!(
+        handshakes.load(Ordering::SeqCst) >= 1,
+        "the host did try TLS"
+    );
+    assert_eq!(requests.load(Ordering::SeqCst), 0, "no request got through");
+    task.abort();
+}
