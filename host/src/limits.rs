@@ -104,6 +104,38 @@ pub const MAX_WAITING_ARGS_BYTES: usize = 64 << 10;
 /// database or the operator's queue.
 pub const MAX_PENDING_PER_CALLER: usize = 32;
 
+/// Most core instances one call's component may create: 128. A Rust
+/// component makes about four; the standard Python toolchain's output
+/// (componentize-py, CPython with its WASI adapters) makes 38, and
+/// JavaScript components (StarlingMonkey, QuickJS) a few dozen. Three
+/// times the largest, and still a bound: each instance costs host memory,
+/// and the pool's totals are shared by every call at once.
+pub const MAX_CALL_INSTANCES: usize = 128;
+
+/// Most tables one call's component may create: 128, one per core
+/// instance at most in the toolchains above.
+pub const MAX_CALL_TABLES: usize = 128;
+
+/// Most linear memories one call's component may create: 16. A Rust
+/// component has one; interpreter-based guests a few (the interpreter,
+/// its adapters). Each is a reserved slot of the pooling allocator.
+pub const MAX_CALL_MEMORIES: usize = 16;
+
+/// Largest table (of function references) a guest may grow one to:
+/// 100,000 elements. Tables cost host memory per element, and no
+/// toolchain's output comes near it.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// Most entries a call's host resource table may hold (streams,
+/// pollables, requests): 4,096. A legitimate skill needs a handful; a
+/// hostile one could otherwise create millions and grow host memory.
+pub const MAX_RESOURCE_HANDLES: usize = 4096;
+
+/// How much of a call's stdout and of its stderr is kept for the log and
+/// the result: 16 KiB each (the rest is counted, not kept). Enough for a
+/// panic message or a traceback; a flood costs nothing.
+pub const KEPT_STDIO_BYTES: usize = 16 << 10;
+
 /// Longest value of a skill secret, in bytes: API tokens and keys are a few
 /// hundred bytes; a header value beyond this is refused by most servers,
 /// and the value is kept (sealed) in the database.

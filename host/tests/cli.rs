@@ -343,7 +343,8 @@ fn author_path_end_to_end() {
     let o = skillhost(&data, &["check", &dir]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("expected {\"greeting\":\"Bye\"}"),
+        String::from_utf8_lossy(&o.stdout)
+            .contains("the output differs at /greeting: expected \"Bye\", got \"Hello, world!\""),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -477,4 +478,20 @@ fn demo_runs_the_whole_path() {
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
+}
+
+#[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let o = common::command(data.path(), &["skills", "list"])
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("DEBUG"), "no log line to look at: {err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "an escape code in a piped log: {err:?}"
+    );
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
 use skillhost::LimitsRequest;
 use skillhost::Sandbox;
 use skillhost::Skill;
@@ -149,12 +150,16 @@ pub(super) async fn check(sandbox: &Sandbox, dir: &Path) -> (Vec<String>, String
             .call(&ex.tool, &ex.args, &LimitsRequest::default())
             .await
         {
-            Ok(out) => match &ex.output {
-                Some(expected) if *expected != out.output => problems.push(format!(
-                    "examples[{i}] ({}): expected {expected} but got {}",
-                    ex.tool, out.output
+            Ok(out) => match ex
+                .output
+                .as_ref()
+                .and_then(|expected| first_difference(expected, &out.output, ""))
+            {
+                Some(diff) => problems.push(format!(
+                    "examples[{i}] ({}): the output differs {diff}",
+                    ex.tool
                 )),
-                _ => passed += 1,
+                None => passed += 1,
             },
             Err(e) => problems.push(format!("examples[{i}] ({}): {e}", ex.tool)),
         }
@@ -173,4 +178,88 @@ pub(super) async fn check(sandbox: &Sandbox, dir: &Path) -> (Vec<String>, String
         ));
     }
     (problems, summary)
+}
+
+/// Where `got` first differs from `expected`, as JSON values (numbers by
+/// value: `19` and `19.0` are equal): `at /path: expected X, got Y`, or
+/// `None` when they are equal.
+fn first_difference(expected: &Value, got: &Value, at: &str) -> Option<String> {
+    let here = || {
+        if at.is_empty() {
+            "/".to_string()
+        } else {
+            at.to_string()
+        }
+    };
+    match (expected, got) {
+        (Value::Number(a), Value::Number(b)) => {
+            let same = match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => a.as_f64() == b.as_f64(),
+            };
+            (!same).then(|| format!("at {}: expected {a}, got {b}", here()))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                if let Some(d) = first_difference(x, y, &format!("{at}/{i}")) {
+                    return Some(d);
+                }
+            }
+            (a.len() != b.len())
+                .then(|| format!("at {}: expected {} items, got {}", here(), a.len(), b.len()))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, x) in a {
+                let path = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match b.get(k) {
+                    Some(y) => {
+                        if let Some(d) = first_difference(x, y, &path) {
+                            return Some(d);
+                        }
+                    }
+                    None => return Some(format!("at {path}: expected {x}, got nothing")),
+                }
+            }
+            b.keys()
+                .find(|k| !a.contains_key(*k))
+                .map(|k| format!("at {at}/{k}: expected nothing, got {}", b[k]))
+        }
+        (a, b) => (a != b).then(|| format!("at {}: expected {a}, got {b}", here())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_difference;
+    use serde_json::json;
+
+    #[test]
+    fn outputs_compare_as_json_values_and_name_the_first_difference() {
+        assert_eq!(first_difference(&json!(19), &json!(19.0), ""), None);
+        assert_eq!(
+            first_difference(&json!({"a": [1, 2.5]}), &json!({"a": [1.0, 2.5]}), ""),
+            None
+        );
+        assert_eq!(
+            first_difference(&json!({"a": [1, 2]}), &json!({"a": [1, 3]}), "").as_deref(),
+            Some("at /a/1: expected 2, got 3")
+        );
+        assert_eq!(
+            first_difference(&json!({"a": 1}), &json!({"a": 1, "b": true}), "").as_deref(),
+            Some("at /b: expected nothing, got true")
+        );
+        assert_eq!(
+            first_difference(&json!({"a/b": "x"}), &json!({}), "").as_deref(),
+            Some("at /a~1b: expected \"x\", got nothing")
+        );
+        assert_eq!(
+            first_difference(&json!("19"), &json!(19), "").as_deref(),
+            Some("at /: expected \"19\", got 19")
+        );
+        assert_eq!(
+            first_difference(&json!([1]), &json!([1, 2]), "").as_deref(),
+            Some("at /: expected 1 items, got 2")
+        );
+    }
 }

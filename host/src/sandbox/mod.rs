@@ -153,8 +153,8 @@ impl SandboxBuilder {
             .total_tables(n.saturating_mul(4))
             .total_stacks(n)
             .max_memory_size(usize::try_from(self.policy.max_memory_bytes).unwrap_or(usize::MAX))
-            .max_memories_per_component(state::MAX_MEMORIES as u32)
-            .max_tables_per_component(state::MAX_TABLES as u32)
+            .max_memories_per_component(crate::limits::MAX_CALL_MEMORIES as u32)
+            .max_tables_per_component(crate::limits::MAX_CALL_TABLES as u32)
             // Reset only the pages a guest wrote (Linux 6.7+ pagemap scan;
             // older kernels fall back to madvise). Measured with the sandbox
             // bench: fresh-call p50 60 µs → 15 µs. Without pagemap scanning,

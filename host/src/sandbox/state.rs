@@ -17,25 +17,10 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::invoke::{Invoker, RefReader};
 use super::outbound::{OutboundHooks, OutboundRecord};
 use super::outcome::TrapReason;
-use crate::limits::Limits;
-
-/// Most entries a call's host resource table may hold (streams, pollables).
-/// A legitimate skill needs a handful; a hostile one could otherwise create
-/// millions and grow host memory.
-pub(crate) const MAX_RESOURCE_HANDLES: usize = 4096;
-
-/// Largest table (e.g. of function references) a guest may grow to. Tables
-/// cost host memory per element.
-pub(crate) const MAX_TABLE_ELEMENTS: usize = 100_000;
-
-/// Most component or core instances, tables and memories one call may
-/// create. A Rust component uses about four instances and one memory.
-pub(crate) const MAX_INSTANCES: usize = 32;
-pub(crate) const MAX_TABLES: usize = 32;
-pub(crate) const MAX_MEMORIES: usize = 8;
-
-/// How much of stdout/stderr is kept for the log and the result, per stream.
-pub(crate) const KEPT_STDIO_BYTES: usize = 16 << 10;
+use crate::limits::{
+    KEPT_STDIO_BYTES, Limits, MAX_CALL_INSTANCES, MAX_CALL_MEMORIES, MAX_CALL_TABLES,
+    MAX_RESOURCE_HANDLES, MAX_TABLE_ELEMENTS,
+};
 
 /// A trap the host raised on purpose, carried through wasmtime's error.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -101,13 +86,13 @@ impl wasmtime::ResourceLimiter for CallLimiter {
     }
 
     fn instances(&self) -> usize {
-        MAX_INSTANCES
+        MAX_CALL_INSTANCES
     }
     fn tables(&self) -> usize {
-        MAX_TABLES
+        MAX_CALL_TABLES
     }
     fn memories(&self) -> usize {
-        MAX_MEMORIES
+        MAX_CALL_MEMORIES
     }
 }
 
