@@ -258,8 +258,12 @@ macro_rules! skill {
             ) -> ::std::result::Result<::std::string::String, $crate::ToolError> {
                 match tool.as_str() {
                     $($name => $crate::__dispatch($name, $func, &arguments_json),)+
-                    other => ::std::result::Result::Err($crate::ToolError::InvalidInput(
-                        ::std::format!("this component implements no tool named `{other}`"),
+                    other => ::std::result::Result::Err($crate::ToolError::Failed(
+                        ::std::format!(
+                            "`{other}` is not implemented by this component (it implements: {}); \
+                             declare only what the component implements, or rebuild it",
+                            [$($name),+].join(", ")
+                        ),
                     )),
                 }
             }

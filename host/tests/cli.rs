@@ -495,3 +495,31 @@ fn logs_to_a_pipe_carry_no_colour_codes() {
         "an escape code in a piped log: {err:?}"
     );
 }
+
+#[test]
+fn a_declared_tool_the_component_lacks_is_named_not_implemented() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let folder = skill_folder(art::TEXT_TOOLS_DIR, art::TEXT_TOOLS_WASM_PATH);
+    let yaml = std::fs::read_to_string(folder.path().join("skill.yaml"))
+        .expect("manifest")
+        .replacen("tool_names: [", "tool_names: [text.missing, ", 1)
+        .replacen(
+            "tools:\n",
+            "tools:\n  - name: text.missing\n    description: Declared, never built.\n    read_only: true\n",
+            1,
+        );
+    std::fs::write(folder.path().join("skill.yaml"), yaml).expect("write manifest");
+    let o = skillhost(
+        data.path(),
+        &[
+            "call",
+            "--skill",
+            folder.path().to_str().unwrap(),
+            "text.missing",
+            "--args",
+            r#"{"request": "anything"}"#,
+        ],
+    );
+    assert_one_line_failure(&o, &["`text.missing` is not implemented by this component"]);
+    assert!(!stderr(&o).contains("invalid-input"), "{}", stderr(&o));
+}
