@@ -342,6 +342,30 @@ fn author_path_end_to_end() {
     std::fs::write(format!("{dir}/skill.yaml"), yaml).unwrap();
     let o = skillhost(&data, &["check", &dir]);
     assert_eq!(o.status.code(), Some(1));
+    // pack runs the same checks and signs nothing that fails them…
+    let bad = w("bad.skill");
+    let args = [
+        "pack",
+        dir.as_str(),
+        "--key",
+        &w("alice.key"),
+        "--out",
+        &bad,
+    ];
+    let p = skillhost(&data, &args);
+    assert_eq!(p.status.code(), Some(1), "{}", stderr(&p));
+    assert!(
+        stderr(&p).contains("not packed") && stderr(&p).contains("/greeting"),
+        "{}",
+        stderr(&p)
+    );
+    assert!(!Path::new(&bad).exists(), "a failing skill was packed");
+    // …unless told not to.
+    let mut args = args.to_vec();
+    args.push("--no-check");
+    let p = skillhost(&data, &args);
+    assert!(p.status.success(), "{}", stderr(&p));
+    assert!(Path::new(&bad).exists());
     assert!(
         String::from_utf8_lossy(&o.stdout)
             .contains("the output differs at /greeting: expected \"Bye\", got \"Hello, world!\""),

@@ -95,6 +95,11 @@ enum Command {
         /// The bundle file to write.
         #[arg(long)]
         out: PathBuf,
+        /// Pack without running `check` first (manifest, imports,
+        /// implemented tools, every example). For the rare skill whose
+        /// examples cannot run here.
+        #[arg(long)]
+        no_check: bool,
     },
     /// Check a bundle and print its name, version, signer, trust and files.
     Verify {
@@ -366,7 +371,29 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Keygen { out } => skills::keygen(&out),
-        Command::Pack { dir, key, out } => skills::pack(&dir, key.as_deref(), &out),
+        Command::Pack {
+            dir,
+            key,
+            out,
+            no_check,
+        } => {
+            if !no_check {
+                // The same checks as `check`: a bundle that would fail them
+                // is not signed.
+                let sandbox = open_sandbox(&cli.data_dir)?;
+                let (problems, _) = author::check(&sandbox, &dir).await;
+                if !problems.is_empty() {
+                    anyhow::bail!(
+                        "not packed: `skillhost check {}` finds {} problem(s): {} (fix them, or \
+                         pack with --no-check)",
+                        dir.display(),
+                        problems.len(),
+                        one_line(&problems.join("; "))
+                    );
+                }
+            }
+            skills::pack(&dir, key.as_deref(), &out)
+        }
         Command::Verify { file, json } => skills::verify(&cli.data_dir, &file, json).await,
         Command::Install {
             file,
