@@ -684,6 +684,12 @@ impl HostInner {
         } else {
             Some(Arc::new(CallRefs::new(self, &req.input_refs)))
         };
+        let reach = self
+            .reach
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
         let opts = CallOptions {
             limits,
             config: skill.config(),
@@ -691,27 +697,13 @@ impl HostInner {
             depth: run.parent.as_ref().map_or(0, |p| p.depth),
             not_after: run.parent.as_ref().map(|p| p.deadline),
             refs,
-            outbound: None,
-            assets: None,
+            outbound: reach.as_ref().and_then(|r| r.outbound.clone()),
+            assets: reach.as_ref().and_then(|r| r.assets.clone()),
             redact: self
                 .secrets
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
-        };
-        let reach = self
-            .reach
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned();
-        let opts = match reach {
-            Some(r) => CallOptions {
-                outbound: r.outbound.clone(),
-                assets: r.assets.clone(),
-                ..opts
-            },
-            None => opts,
         };
         let call = skill.run_validated(&entry.spec.tool, args, &opts);
         let result = match &req.cancel {

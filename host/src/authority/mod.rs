@@ -207,8 +207,6 @@ impl HostInner {
             .flat_map(|s| s.env.values().chain(s.headers.values()))
             .flat_map(|v| secret_forms(v.expose()))
             .collect();
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets.into();
         let specialists = if settings.specialists.is_empty() {
             DEFAULT_SPECIALISTS.iter().map(|s| s.to_string()).collect()
         } else {
@@ -223,16 +221,13 @@ impl HostInner {
             specialists,
             source_problems,
         });
+        // The redaction list: the MCP servers' secrets and the skills'.
         let (reach, values) = self.build_reach(&reg);
         *self.reach.write().unwrap_or_else(|e| e.into_inner()) = reach;
-        if !values.is_empty() {
-            let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
-            let mut all: Vec<String> = secrets.iter().cloned().collect();
-            all.extend(values.iter().flat_map(|v| secret_forms(v)));
-            all.sort_by_key(|s| std::cmp::Reverse(s.len()));
-            all.dedup();
-            *secrets = all.into();
-        }
+        secrets.extend(values.iter().flat_map(|v| secret_forms(v)));
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets.into();
         // Grants from before identities were recorded are bound to the
         // skill present now, once.
         if !reg.unbound.is_empty() {

@@ -174,14 +174,7 @@ impl Host {
         };
         let entry = &info.entry;
         let (version, set, identity) = match &entry.held {
-            Some(h) => {
-                // The held version has the effective one's identity unless
-                // it comes from another source; find it among the installs.
-                let identity = self
-                    .held_identity(name, h)
-                    .unwrap_or_else(|| entry.identity());
-                (h.version.clone(), h.permissions.clone(), identity)
-            }
+            Some(h) => (h.version.clone(), h.permissions.clone(), h.identity.clone()),
             None if !entry.unapproved.is_empty() => (
                 entry.version.clone(),
                 entry.permissions.clone(),
@@ -234,29 +227,6 @@ impl Host {
             .into_iter()
             .find(|s| s.name == name)
             .ok_or_else(|| CatalogError::NotFound(format!("skill `{name}` vanished")))
-    }
-
-    /// The identity of the held version `h` of `name`, from the installs.
-    fn held_identity(
-        &self,
-        name: &str,
-        h: &crate::registry::catalog::HeldVersion,
-    ) -> Option<crate::registry::catalog::SkillIdentity> {
-        use crate::registry::catalog::SkillIdentity;
-        match h.source {
-            SkillSource::Builtin => Some(SkillIdentity::Builtin),
-            SkillSource::Local => Some(SkillIdentity::Local),
-            SkillSource::Managed => {
-                let installed = lock(&self.inner.store).installed().ok()?;
-                let r = installed
-                    .into_iter()
-                    .find(|r| r.name == name && r.version == h.version)?;
-                Some(match r.signer {
-                    Some(k) => SkillIdentity::Signer(k),
-                    None => SkillIdentity::Unsigned(r.digest),
-                })
-            }
-        }
     }
 
     fn known_skill(&self, name: &str) -> Result<(), CatalogError> {

@@ -153,6 +153,10 @@ pub struct SkillEntry {
     pub held: Option<HeldVersion>,
     #[serde(skip)]
     builtin: Option<&'static BuiltinSkill>,
+    /// The manifest as read when the entry was listed, so it is not read
+    /// and parsed again for the registry.
+    #[serde(skip)]
+    parsed: Option<SkillManifest>,
 }
 
 /// A version that is installed but not in force because it asks for
@@ -167,6 +171,9 @@ pub struct HeldVersion {
     pub unapproved: Vec<String>,
     /// Everything it asks for: what `skills approve` approves.
     pub permissions: Permissions,
+    /// Who it is: the approval of its set is recorded for this identity.
+    #[serde(skip)]
+    pub identity: SkillIdentity,
 }
 
 impl SkillEntry {
@@ -182,6 +189,9 @@ impl SkillEntry {
 
     /// Reads the skill's manifest only: no component is compiled or loaded.
     pub(crate) fn manifest(&self) -> Result<SkillManifest, SkillError> {
+        if let Some(m) = &self.parsed {
+            return Ok(m.clone());
+        }
         match (self.builtin, &self.path) {
             (Some(b), _) => Ok(SkillManifest::parse(b.manifest)?),
             (None, Some(p)) => Ok(SkillManifest::load_dir(p)?),
@@ -218,19 +228,20 @@ fn all_entries(data: &DataDir, store: &Store) -> anyhow::Result<(Vec<SkillEntry>
         let m = SkillManifest::parse(b.manifest)?;
         out.push(SkillEntry {
             enabled: store.enabled(&m.name)?,
-            name: m.name,
-            version: m.version,
+            name: m.name.clone(),
+            version: m.version.clone(),
             source: SkillSource::Builtin,
             digest: sha256_hex(b.component),
             signer: None,
             trusted: true,
             path: None,
             shadows: Vec::new(),
-            permissions: m.permissions,
+            permissions: m.permissions.clone(),
             unapproved: Vec::new(),
             missing_secrets: Vec::new(),
             held: None,
             builtin: Some(b),
+            parsed: Some(m),
         });
     }
     for dir in data.settings()?.skill_dirs {
@@ -245,18 +256,19 @@ fn all_entries(data: &DataDir, store: &Store) -> anyhow::Result<(Vec<SkillEntry>
                 out.push(SkillEntry {
                     enabled: store.enabled(&m.name)?,
                     trusted: store.trusted_local(&m.name)?,
-                    name: m.name,
-                    version: m.version,
+                    name: m.name.clone(),
+                    version: m.version.clone(),
                     source: SkillSource::Local,
                     digest,
                     signer: None,
                     path: Some(dir),
                     shadows: Vec::new(),
-                    permissions: m.permissions,
+                    permissions: m.permissions.clone(),
                     unapproved: Vec::new(),
                     missing_secrets: Vec::new(),
                     held: None,
                     builtin: None,
+                    parsed: Some(m),
                 });
             }
             Err(e) => problems.push(format!("local skill folder {}: {e}", dir.display())),
@@ -268,12 +280,15 @@ fn all_entries(data: &DataDir, store: &Store) -> anyhow::Result<(Vec<SkillEntry>
             .join("skills")
             .join(&r.name)
             .join(r.version.to_string());
-        // An unreadable manifest asks for nothing here; loading the skill
-        // reports it as invalid.
-        let permissions = SkillManifest::load_dir(&path)
-            .map(|m| m.permissions)
+        // An unreadable manifest asks for nothing here; reading it again
+        // for the registry reports it as invalid.
+        let parsed = SkillManifest::load_dir(&path).ok();
+        let permissions = parsed
+            .as_ref()
+            .map(|m| m.permissions.clone())
             .unwrap_or_default();
         out.push(SkillEntry {
+            parsed,
             enabled: store.enabled(&r.name)?,
             path: Some(path),
             permissions,
@@ -355,6 +370,7 @@ fn pick(group: Vec<SkillEntry>, store: &Store) -> anyhow::Result<SkillEntry> {
                 source: h.source.clone(),
                 unapproved: h.unapproved.clone(),
                 permissions: h.permissions.clone(),
+                identity: h.identity(),
             });
             rest.insert(0, h);
             c

@@ -23,6 +23,26 @@ pub(crate) struct SecretView {
     pub set_at: i64,
 }
 
+impl From<crate::state::secrets::SecretInfo> for SecretView {
+    fn from(s: crate::state::secrets::SecretInfo) -> SecretView {
+        SecretView {
+            name: s.name,
+            identity: s.identity,
+            set_at: s.set_at,
+        }
+    }
+}
+
+/// The secrets of `skill`, as listed.
+fn listed(host: &crate::authority::Host, skill: &str) -> Result<Json<Vec<SecretView>>, ApiError> {
+    Ok(Json(
+        host.secrets(Some(skill))?
+            .into_iter()
+            .map(SecretView::from)
+            .collect(),
+    ))
+}
+
 /// The value of a secret.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -52,19 +72,7 @@ pub(crate) async fn list(
     PathArgs(name): PathArgs<String>,
 ) -> Result<Json<Vec<SecretView>>, ApiError> {
     let host = st.host().clone();
-    blocking(move || {
-        Ok(Json(
-            host.secrets(Some(&name))?
-                .into_iter()
-                .map(|s| SecretView {
-                    name: s.name,
-                    identity: s.identity,
-                    set_at: s.set_at,
-                })
-                .collect(),
-        ))
-    })
-    .await
+    blocking(move || listed(&host, &name)).await
 }
 
 /// Sets (or replaces) a secret the skill declares. The value is sealed
@@ -95,16 +103,7 @@ pub(crate) async fn set(
     blocking(move || {
         host.set_secret(&name, &secret, &input.value)?;
         drop(input);
-        Ok(Json(
-            host.secrets(Some(&name))?
-                .into_iter()
-                .map(|s| SecretView {
-                    name: s.name,
-                    identity: s.identity,
-                    set_at: s.set_at,
-                })
-                .collect(),
-        ))
+        listed(&host, &name)
     })
     .await
 }
