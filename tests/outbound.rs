@@ -18,7 +18,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use skillhost::{
     AddressClass, CallError, CallOptions, CallOutput, Capabilities, DenyReason, Limits,
-    LoadErrorKind, OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord,
+    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord,
     SandboxBuilder, SecretHeader, SecretValue, SkillComponent,
 };
 use skillhost_e2e::read_component;
@@ -651,43 +651,49 @@ async fn a_secret_header_reaches_its_origin_only() {
 // Loading.
 // ---------------------------------------------------------------------------
 
-#[test]
-fn a_component_importing_http_needs_the_network_permission() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_importing_http_loads_without_the_permission_and_every_request_is_refused() {
+    // Loading no longer fails for `wasi:http` (real toolchains link it
+    // whether or not the skill makes a request); using it does, with a
+    // record naming why, and nothing reaches the server, even when the
+    // call's options name the server as allowed.
+    let server = Server::start().await;
     let sandbox = SandboxBuilder::new().build().unwrap();
     let wasm = read_component(art::HTTP_PROBE_WASM_PATH);
-    let err = sandbox.load("http-probe@0.1.0", &wasm).unwrap_err();
-    assert_eq!(err.kind, LoadErrorKind::Refused);
-    assert!(
-        err.message.contains("`wasi:http/outgoing-handler@0.2.")
-            && err.message.contains("declares no `permissions.network`"),
-        "{err}"
-    );
-    assert!(err.message.contains("`permissions.assets`"), "{err}");
-    let err = sandbox
-        .load_with(
-            "http-probe@0.1.0",
-            &wasm,
-            Capabilities {
-                network: false,
-                assets: true,
-            },
+    for caps in [
+        Capabilities::default(),
+        Capabilities {
+            network: false,
+            assets: true,
+        },
+    ] {
+        let c = sandbox.load_with("http-probe@0.1.0", &wasm, caps).unwrap();
+        let out = c
+            .call(
+                "probe.fetch",
+                &json!({"url": server.url("/ok")}).to_string(),
+                &allow(&[server.origin()]),
+            )
+            .await
+            .unwrap();
+        assert!(out.output["status"].is_null(), "{}", out.output);
+        assert!(out.output["error"].is_string(), "{}", out.output);
+        let r = one(&out);
+        assert_eq!(r.outcome, OutboundOutcome::Denied(DenyReason::NoNetwork));
+        assert!(r.detail.contains("permissions.network"), "{}", r.detail);
+    }
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    // With the capability the same request goes through.
+    let c = sandbox.load_with("http-probe@0.1.0", &wasm, ALL).unwrap();
+    let out = c
+        .call(
+            "probe.fetch",
+            &json!({"url": server.url("/ok")}).to_string(),
+            &allow(&[server.origin()]),
         )
-        .unwrap_err();
-    assert!(err.message.contains("permissions.network"), "{err}");
-    assert!(!err.message.contains("permissions.assets"), "{err}");
-    let err = sandbox
-        .load_with(
-            "http-probe@0.1.0",
-            &wasm,
-            Capabilities {
-                network: true,
-                assets: false,
-            },
-        )
-        .unwrap_err();
-    assert!(err.message.contains("`wasi:filesystem/"), "{err}");
-    assert!(!err.message.contains("permissions.network"), "{err}");
-    sandbox.load_with("http-probe@0.1.0", &wasm, ALL).unwrap();
+        .await
+        .unwrap();
+    assert_eq!(out.output["status"], 200, "{}", out.output);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -703,15 +709,31 @@ async fn a_component_without_http_runs_with_or_without_the_capability() {
         assert_eq!(out.output["words"], 2);
         assert!(out.outbound.is_empty());
     }
-    // Sockets stay refused whatever the capabilities.
-    let err = sandbox
+    // Sockets stay refused whatever the capabilities: the component
+    // loads, and its connection attempt fails inside the sandbox.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let c = sandbox
         .load_with(
             "hostile-net@0.1.0",
             &read_component(art::HOSTILE_NET_WASM_PATH),
             ALL,
         )
-        .unwrap_err();
-    assert!(err.message.contains("wasi:sockets"), "{err}");
+        .unwrap();
+    let out = c
+        .call(
+            "hostile_net.connect",
+            &json!({ "address": address }).to_string(),
+            &allow(&[OriginPattern::parse(&format!("http://{address}")).unwrap()]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.output["connected"], false, "{}", out.output);
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the listener"
+    );
 }
 
 // ---------------------------------------------------------------------------

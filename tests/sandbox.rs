@@ -1,6 +1,8 @@
 //! End-to-end tests of the sandbox: every hostile tool ends with its typed
 //! trap and leaves the sandbox serving normal calls; arguments are checked;
-//! components asking for filesystem or network are refused at load; junk
+//! components using the filesystem see an empty one and every socket
+//! operation is refused; imports outside WASI and our WIT are refused
+//! before compiling; junk
 //! never panics the loader; concurrency, pool exhaustion, fresh instances
 //! and the compiled-code cache behave as documented.
 
@@ -574,7 +576,8 @@ async fn json_query_finds_values_and_reports_absent_pointers() {
 }
 
 // ---------------------------------------------------------------------------
-// 4. Components importing filesystem or sockets are refused at load.
+// 4. Filesystem and sockets: linked, and empty or refusing. Anything else
+//    outside WASI and our WIT is refused before compiling.
 // ---------------------------------------------------------------------------
 
 /// Backquoted names in a refusal message.
@@ -582,58 +585,117 @@ fn quoted_names(message: &str) -> Vec<&str> {
     message.split('`').skip(1).step_by(2).collect()
 }
 
-/// Loads a plugin that must be refused: through `Skill::from_parts` it names
-/// the skill and refuses imports starting with `required` (and nothing but
-/// `allowed`); through `Sandbox::load` the message says so too.
-fn assert_refused_at_load(dir: &str, wasm: &str, skill: &str, required: &str, allowed: &[&str]) {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_fs_loads_and_sees_an_empty_filesystem() {
     let sb = &shared().sandbox;
-    let e = expect_load_error(load_plugin(sb, dir, wasm));
-    assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
-    assert_eq!(e.skill, skill);
-    let refused: Vec<&str> = quoted_names(&e.message)
-        .into_iter()
-        .filter(|n| n.contains(':'))
-        .collect();
-    assert!(refused.iter().any(|n| n.starts_with(required)), "{e}");
-    assert!(
-        refused
-            .iter()
-            .all(|n| allowed.iter().any(|a| n.starts_with(a))),
-        "refused something unexpected: {e}"
-    );
-
-    let e = sb
-        .load("direct@1.0.0", &read_component(wasm))
-        .expect_err("must be refused");
-    assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
-    assert!(
-        e.to_string()
-            .starts_with("skill `direct@1.0.0`: refused before running")
-            && e.message.contains(&format!("`{required}")),
-        "{e}"
-    );
+    let skill = load_plugin(sb, art::HOSTILE_FS_DIR, art::HOSTILE_FS_WASM_PATH)
+        .expect("a component importing wasi:filesystem loads");
+    let out = skill
+        .call("hostile_fs.read", &json!({}), &LimitsRequest::default())
+        .await
+        .expect("the call runs");
+    assert!(out.output["passwd"].is_null(), "{}", out.output);
+    assert_eq!(out.output["root"], json!([]), "{}", out.output);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_fs_is_refused_at_load() {
-    assert_refused_at_load(
-        art::HOSTILE_FS_DIR,
-        art::HOSTILE_FS_WASM_PATH,
-        "hostile-fs@0.1.0",
-        "wasi:filesystem/",
-        &["wasi:filesystem/"],
+async fn hostile_net_loads_and_every_socket_operation_is_refused() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let sb = &shared().sandbox;
+    let skill = load_plugin(sb, art::HOSTILE_NET_DIR, art::HOSTILE_NET_WASM_PATH)
+        .expect("a component importing wasi:sockets loads");
+    let out = skill
+        .call(
+            "hostile_net.connect",
+            &json!({ "address": address }),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("the call runs");
+    assert_eq!(out.output["connected"], false, "{}", out.output);
+    let error = out.output["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    assert!(
+        error.contains("denied")
+            || error.contains("not permitted")
+            || error.contains("unsupported"),
+        "{}",
+        out.output
     );
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the listener"
+    );
+    // The host keeps working.
+    let words = shared()
+        .text_tools
+        .call(
+            "text.word_count",
+            &json!({"text": "a b"}),
+            &LimitsRequest::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(words.output["words"], 2);
+}
+
+/// `text-tools` with every occurrence of `from` renamed to `to` (same
+/// length): still a valid component, now importing `to`.
+fn renamed_import(from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let mut wasm = read_component(art::TEXT_TOOLS_WASM_PATH);
+    let mut hits = 0;
+    let mut i = 0;
+    while i + from.len() <= wasm.len() {
+        if &wasm[i..i + from.len()] == from.as_bytes() {
+            wasm[i..i + from.len()].copy_from_slice(to.as_bytes());
+            hits += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(hits > 0, "`{from}` not found in text-tools");
+    wasm
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_net_is_refused_at_load() {
-    assert_refused_at_load(
-        art::HOSTILE_NET_DIR,
-        art::HOSTILE_NET_WASM_PATH,
-        "hostile-net@0.1.0",
-        "wasi:sockets/",
-        &["wasi:sockets/", "wasi:filesystem/"],
-    );
+async fn an_import_outside_wasi_and_our_wit_is_refused_before_compiling() {
+    let cache = tempfile::tempdir().unwrap();
+    let sb = SandboxBuilder::new()
+        .cache_dir(cache.path())
+        .build()
+        .unwrap();
+    for (from, to) in [
+        ("skillhost:plugin/host@0.1.0", "skillhost:plugin/hoss@0.1.0"),
+        ("skillhost:plugin/host@0.1.0", "skillhost:plugin/host@0.9.0"),
+    ] {
+        let wasm = renamed_import(from, to);
+        let e = sb
+            .load("renamed@1.0.0", &wasm)
+            .expect_err("must be refused");
+        assert_eq!(e.kind, LoadErrorKind::Refused, "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("skill `renamed@1.0.0`: refused before compiling"),
+            "{e}"
+        );
+        assert!(quoted_names(&e.message).contains(&to), "{e}");
+        // Nothing was compiled: the cache is still empty.
+        let cached: Vec<_> = std::fs::read_dir(cache.path()).unwrap().collect();
+        assert!(cached.is_empty(), "{cached:?}");
+    }
+    // The untouched component loads and is cached.
+    sb.load(
+        "text-tools@0.1.0",
+        &read_component(art::TEXT_TOOLS_WASM_PATH),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -65,8 +65,8 @@ pub struct LoadError {
 /// outbound HTTP (every request refused) and no assets.
 ///
 /// `outbound` and `assets` take effect only for a component loaded with
-/// the matching [`Capabilities`]; a component without them is not even
-/// linked to `wasi:http` or `wasi:filesystem`.
+/// the matching [`Capabilities`]; without them its `wasi:http` refuses
+/// every request and its `wasi:filesystem` is empty.
 ///
 /// ```
 /// let opts = skillhost::CallOptions { limits: skillhost::Limits { fuel: 10_000, ..Default::default() }, ..Default::default() };
@@ -186,6 +186,12 @@ impl SkillComponent {
                 ),
             ));
         }
+        // The surface first: a component the sandbox would refuse costs
+        // no compilation and leaves nothing in the cache.
+        imports::check(wasm).map_err(|e| match e {
+            imports::SurfaceError::Malformed(m) => err(LoadErrorKind::Malformed, m),
+            imports::SurfaceError::Refused(m) => err(LoadErrorKind::Refused, m),
+        })?;
         let sha256 = hex::encode(Sha256::digest(wasm));
         let engine = &sandbox.engine;
         let cached = sandbox.cache.as_ref().and_then(|c| c.load(engine, &sha256));
@@ -205,17 +211,12 @@ impl SkillComponent {
                 c
             }
         };
-        imports::check(engine, &component, capabilities)
-            .map_err(|m| err(LoadErrorKind::Refused, m))?;
-        let instance_pre = sandbox
-            .linker(capabilities)
-            .instantiate_pre(&component)
-            .map_err(|e| {
-                err(
-                    LoadErrorKind::Link,
-                    format!("cannot link: {}", error_chain(&e)),
-                )
-            })?;
+        let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
+            err(
+                LoadErrorKind::Link,
+                format!("cannot link: {}", error_chain(&e)),
+            )
+        })?;
         let pre = SkillPre::new(instance_pre).map_err(|e| {
             err(
                 LoadErrorKind::Refused,
@@ -278,9 +279,12 @@ impl SkillComponent {
     ) -> Result<Store<CallState>, CallError> {
         let caps = self.inner.capabilities;
         let reach = CallReach {
-            outbound: caps
-                .network
-                .then(|| OutboundHooks::new(opts.outbound.clone(), opts.limits.outbound, deadline)),
+            // Without network access every request is refused (and recorded).
+            outbound: Some(OutboundHooks::new(
+                opts.outbound.clone().filter(|_| caps.network),
+                opts.limits.outbound,
+                deadline,
+            )),
             assets: opts.assets.clone().filter(|_| caps.assets),
             redact: opts.redact.clone(),
         };

@@ -1,13 +1,28 @@
-//! Which imports a skill component may have. Checked before anything is
-//! instantiated: a component asking for more than this is refused at load,
-//! never at call time.
-
-use wasmtime::Engine;
-use wasmtime::component::Component;
+//! Which imports a skill component may have, checked from the component's
+//! bytes before anything is compiled: a component asking for more than
+//! this is refused at load, never at call time, and never costs a
+//! compilation.
+//!
+//! The policy fits what real toolchains emit. CPython (componentize-py)
+//! and the JS engines link `wasi:filesystem` and `wasi:sockets` whether or
+//! not the skill opens a file; StarlingMonkey links `wasi:http`. So these
+//! are linked for every component, and what they reach is decided per call
+//! by the skill's approved permissions ([`Capabilities`]):
+//!
+//! | import | without the permission | with it |
+//! |---|---|---|
+//! | `wasi:filesystem` | an empty, read-only filesystem (no preopens) | `permissions.assets`: the skill's assets at `/assets`, read-only |
+//! | `wasi:http` | every request refused, recorded as an `outbound` event | `permissions.network`: requests to the approved origins |
+//! | `wasi:sockets` | every operation refused (`access-denied`) | never: network goes through `wasi:http` only |
+//!
+//! Anything outside WASI 0.2 and the `skillhost:plugin` 0.1 interfaces is
+//! refused at load.
 
 /// What a component may reach beyond computing, as its skill declares and
 /// the operator approved. `Capabilities::default()` is nothing: no network,
-/// no assets.
+/// no assets. A component is linked to `wasi:http` and `wasi:filesystem`
+/// either way; without a capability they refuse every request and show an
+/// empty filesystem.
 ///
 /// ```
 /// let caps = skillhost::Capabilities { network: true, ..Default::default() };
@@ -15,26 +30,17 @@ use wasmtime::component::Component;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Capabilities {
-    /// May import `wasi:http/outgoing-handler` and `wasi:http/types`
-    /// (`permissions.network`); each request is still checked against the
-    /// call's [`Outbound`](crate::Outbound).
+    /// `wasi:http` requests go out (`permissions.network`), each still
+    /// checked against the call's [`Outbound`](crate::Outbound).
     pub network: bool,
-    /// May import `wasi:filesystem/types` and `wasi:filesystem/preopens`
-    /// (`permissions.assets`), to read the call's assets folder at
-    /// `/assets`, read-only.
+    /// `wasi:filesystem` shows the call's assets folder at `/assets`,
+    /// read-only (`permissions.assets`).
     pub assets: bool,
 }
 
-/// Interfaces a component may import only with `network`.
-const NETWORK_IMPORTS: &[&str] = &["wasi:http/outgoing-handler", "wasi:http/types"];
-
-/// Interfaces a component may import only with `assets`.
-const ASSETS_IMPORTS: &[&str] = &["wasi:filesystem/types", "wasi:filesystem/preopens"];
-
-/// Interfaces a component may import, without version, whatever its
-/// capabilities. `wasi:http` and `wasi:filesystem` are allowed (and
-/// linked) only with a capability; everything else, `wasi:sockets`
-/// included, is refused and never linked.
+/// Interfaces a component may import, without version. `wasi:http`,
+/// `wasi:filesystem` and `wasi:sockets` are linked to implementations that
+/// refuse what the skill's permissions do not grant (see the module docs).
 const ALLOWED_IMPORTS: &[&str] = &[
     "skillhost:plugin/types",
     "skillhost:plugin/host",
@@ -56,6 +62,17 @@ const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:cli/terminal-stdin",
     "wasi:cli/terminal-stdout",
     "wasi:cli/terminal-stderr",
+    "wasi:filesystem/types",
+    "wasi:filesystem/preopens",
+    "wasi:http/outgoing-handler",
+    "wasi:http/types",
+    "wasi:sockets/network",
+    "wasi:sockets/instance-network",
+    "wasi:sockets/tcp",
+    "wasi:sockets/tcp-create-socket",
+    "wasi:sockets/udp",
+    "wasi:sockets/udp-create-socket",
+    "wasi:sockets/ip-name-lookup",
 ];
 
 /// The export every skill component must have, without version.
@@ -82,68 +99,109 @@ fn supported_version(interface: &str, version: Option<&str>) -> bool {
     }
 }
 
-/// Returns every import of `component` the sandbox does not provide with
-/// `caps` (naming the missing permission for those a capability would
-/// allow), or the missing `tools` export.
-pub(crate) fn check(
-    engine: &Engine,
-    component: &Component,
-    caps: Capabilities,
-) -> Result<(), String> {
-    let ty = component.component_type();
-    let mut refused: Vec<String> = Vec::new();
-    let mut missing: Vec<String> = Vec::new();
-    for (name, _) in ty.imports(engine) {
-        let (iface, version) = split_version(name);
-        let supported = supported_version(iface, version);
-        if ALLOWED_IMPORTS.contains(&iface) && supported {
-            continue;
-        }
-        let gated = if NETWORK_IMPORTS.contains(&iface) {
-            Some((caps.network, "permissions.network"))
-        } else if ASSETS_IMPORTS.contains(&iface) {
-            Some((caps.assets, "permissions.assets"))
-        } else {
-            None
+/// The top-level import and export names of a component, read from its
+/// bytes without compiling it (nested modules and components are skipped
+/// whole).
+struct Surface {
+    imports: Vec<String>,
+    exports: Vec<String>,
+}
+
+fn surface(wasm: &[u8]) -> Result<Surface, String> {
+    use wasmparser::{Chunk, Parser, Payload};
+    let mut parser = Parser::new(0);
+    let mut pos = 0usize;
+    let mut out = Surface {
+        imports: Vec::new(),
+        exports: Vec::new(),
+    };
+    loop {
+        let rest = wasm.get(pos..).unwrap_or_default();
+        let (consumed, payload) = match parser.parse(rest, true) {
+            Ok(Chunk::Parsed { consumed, payload }) => (consumed, payload),
+            Ok(Chunk::NeedMoreData(_)) => return Err("invalid component: it is truncated".into()),
+            Err(e) => return Err(format!("invalid component: {e}")),
         };
-        match gated {
-            Some((true, _)) if supported => {}
-            Some((false, permission)) if supported => missing.push(format!(
-                "the component imports `{name}` but the skill declares no `{permission}`"
-            )),
-            _ => refused.push(name.to_string()),
+        pos = pos.saturating_add(consumed);
+        match payload {
+            Payload::ModuleSection {
+                unchecked_range, ..
+            }
+            | Payload::ComponentSection {
+                unchecked_range, ..
+            } => {
+                if unchecked_range.end > wasm.len() {
+                    return Err(
+                        "invalid component: it is truncated (a nested module ends past the end)"
+                            .into(),
+                    );
+                }
+                pos = unchecked_range.end;
+            }
+            Payload::ComponentImportSection(reader) => {
+                for import in reader {
+                    let import = import.map_err(|e| format!("invalid import: {e}"))?;
+                    out.imports.push(import.name.name.to_string());
+                }
+            }
+            Payload::ComponentExportSection(reader) => {
+                for export in reader {
+                    let export = export.map_err(|e| format!("invalid export: {e}"))?;
+                    out.exports.push(export.name.name.to_string());
+                }
+            }
+            Payload::End(_) => return Ok(out),
+            _ => {}
         }
     }
-    missing.sort();
-    missing.dedup();
-    refused.sort();
+}
+
+/// Why a component's surface was not accepted.
+pub(crate) enum SurfaceError {
+    /// The bytes do not parse as a component.
+    Malformed(String),
+    /// Imports the sandbox does not provide, or no `tools` export.
+    Refused(String),
+}
+
+/// Checks the imports and exports of the component in `wasm` before it is
+/// compiled: every import must be one the sandbox links (see the module
+/// docs), and `skillhost:plugin/tools@0.1.x` must be exported.
+pub(crate) fn check(wasm: &[u8]) -> Result<(), SurfaceError> {
+    let surface = surface(wasm).map_err(SurfaceError::Malformed)?;
+    let mut refused: Vec<&str> = surface
+        .imports
+        .iter()
+        .map(String::as_str)
+        .filter(|name| {
+            let (iface, version) = split_version(name);
+            !(ALLOWED_IMPORTS.contains(&iface) && supported_version(iface, version))
+        })
+        .collect();
+    refused.sort_unstable();
     refused.dedup();
-    let mut reasons = missing;
     if !refused.is_empty() {
-        reasons.push(format!(
-            "the component imports {} which the sandbox does not provide \
-             (allowed: the skillhost:plugin host interface, and WASI 0.2 clocks, random, io and \
-             cli environment/exit/stdio/terminal; http with `permissions.network`, filesystem \
-             with `permissions.assets`; never sockets)",
+        return Err(SurfaceError::Refused(format!(
+            "refused before compiling: the component imports {} which the sandbox does not \
+             provide (allowed: the skillhost:plugin 0.1 host interface and WASI 0.2 io, clocks, \
+             random, cli, filesystem, http and sockets; what filesystem, http and sockets reach \
+             is decided by the skill's approved permissions)",
             refused
                 .iter()
                 .map(|n| format!("`{n}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
-    if !reasons.is_empty() {
-        return Err(format!("refused before running: {}", reasons.join("; ")));
-    }
-    let exports_tools = ty.exports(engine).any(|(name, _)| {
+    let exports_tools = surface.exports.iter().any(|name| {
         let (iface, version) = split_version(name);
         iface == TOOLS_EXPORT && supported_version(iface, version)
     });
     if !exports_tools {
-        return Err(format!(
+        return Err(SurfaceError::Refused(format!(
             "the component does not export `{TOOLS_EXPORT}@0.1.x`; build it against the \
-             skillhost:plugin WIT world `skill` (the skillhost-guest SDK does this)"
-        ));
+             skillhost:plugin WIT world `skill` (`skillhost new` sets this up)"
+        )));
     }
     Ok(())
 }
@@ -159,5 +217,17 @@ mod tests {
         assert!(!supported_version("wasi:io/streams", None));
         assert!(supported_version("skillhost:plugin/host", Some("0.1.0")));
         assert!(!supported_version("skillhost:plugin/host", Some("1.0.0")));
+    }
+
+    #[test]
+    fn garbage_and_truncation_are_malformed_not_a_panic() {
+        let header = [0, b'a', b's', b'm', 0x0d, 0, 1, 0];
+        assert!(matches!(
+            check(&header),
+            Err(SurfaceError::Malformed(_)) | Err(SurfaceError::Refused(_))
+        ));
+        let mut bad = header.to_vec();
+        bad.extend_from_slice(&[1, 0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(matches!(check(&bad), Err(SurfaceError::Malformed(_))));
     }
 }

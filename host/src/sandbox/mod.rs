@@ -180,24 +180,7 @@ impl SandboxBuilder {
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
 
-        let linkers = [
-            Capabilities::default(),
-            Capabilities {
-                network: true,
-                assets: false,
-            },
-            Capabilities {
-                network: false,
-                assets: true,
-            },
-            Capabilities {
-                network: true,
-                assets: true,
-            },
-        ]
-        .map(|caps| new_linker(&engine, caps));
-        let [a, b, c, d] = linkers;
-        let linkers = [a?, b?, c?, d?];
+        let linker = new_linker(&engine)?;
 
         let cache = match &self.cache_dir {
             Some(dir) => {
@@ -224,7 +207,7 @@ impl SandboxBuilder {
         Ok(Sandbox {
             inner: Arc::new(SandboxInner {
                 engine,
-                linkers,
+                linker,
                 cache,
                 policy: self.policy,
                 ticker,
@@ -233,17 +216,17 @@ impl SandboxBuilder {
     }
 }
 
-/// A linker with the WASI subset, the host interface and what `caps`
-/// allow: `wasi:http` (outgoing handler and types) with `network`,
-/// `wasi:filesystem` (types and preopens) with `assets`. A component is
-/// instantiated with the linker of its capabilities, so one without them is
-/// not even linked to those interfaces.
-fn new_linker(engine: &Engine, caps: Capabilities) -> anyhow::Result<Linker<CallState>> {
+/// The one linker every component is instantiated with: the WASI subset,
+/// the host interface, `wasi:http`, `wasi:filesystem` and `wasi:sockets`.
+/// What the last three reach is decided per call (see the `imports`
+/// module): an empty read-only filesystem, refused requests and refused
+/// sockets unless the skill's approved permissions say otherwise.
+fn new_linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
     let mut linker: Linker<CallState> = Linker::new(engine);
     add_wasi_subset(&mut linker).map_err(|e| anyhow::anyhow!("cannot link WASI: {e}"))?;
     bindings::Skill::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)
         .map_err(|e| anyhow::anyhow!("cannot link the host interface: {e}"))?;
-    if caps.network {
+    {
         use wasmtime_wasi_http::WasiHttpView as _;
         use wasmtime_wasi_http::p2::bindings::http::{outgoing_handler, types};
         let options = wasmtime_wasi_http::p2::bindings::LinkOptions::default();
@@ -260,7 +243,7 @@ fn new_linker(engine: &Engine, caps: Capabilities) -> anyhow::Result<Linker<Call
         })
         .map_err(|e| anyhow::anyhow!("cannot link wasi:http: {e}"))?;
     }
-    if caps.assets {
+    {
         use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
         use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
         types::add_to_linker::<CallState, WasiFilesystem>(&mut linker, CallState::filesystem)
@@ -272,7 +255,25 @@ fn new_linker(engine: &Engine, caps: Capabilities) -> anyhow::Result<Linker<Call
             })
             .map_err(|e| anyhow::anyhow!("cannot link wasi:filesystem: {e}"))?;
     }
+    add_refused_sockets(&mut linker)
+        .map_err(|e| anyhow::anyhow!("cannot link wasi:sockets: {e}"))?;
     Ok(linker)
+}
+
+/// Links `wasi:sockets`, every operation of which is refused: the call's
+/// WASI context allows no TCP, no UDP, no name lookup and no address.
+fn add_refused_sockets(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::sockets;
+    use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView as _};
+    let options = sockets::network::LinkOptions::default();
+    sockets::tcp::add_to_linker::<CallState, WasiSockets>(l, CallState::sockets)?;
+    sockets::udp::add_to_linker::<CallState, WasiSockets>(l, CallState::sockets)?;
+    sockets::udp_create_socket::add_to_linker::<CallState, WasiSockets>(l, CallState::sockets)?;
+    sockets::tcp_create_socket::add_to_linker::<CallState, WasiSockets>(l, CallState::sockets)?;
+    sockets::instance_network::add_to_linker::<CallState, WasiSockets>(l, CallState::sockets)?;
+    sockets::network::add_to_linker::<CallState, WasiSockets>(l, &options, CallState::sockets)?;
+    sockets::ip_name_lookup::add_to_linker::<CallState, WasiSockets>(l, CallState::sockets)?;
+    Ok(())
 }
 
 /// Links the WASI subset every skill may use: io, clocks, random and cli
@@ -306,22 +307,11 @@ fn add_wasi_subset(l: &mut Linker<CallState>) -> wasmtime::Result<()> {
 
 pub(crate) struct SandboxInner {
     engine: Engine,
-    /// One linker per combination of [`Capabilities`], by [`linker_index`].
-    linkers: [Linker<CallState>; 4],
+    /// The one linker (see [`new_linker`]).
+    linker: Linker<CallState>,
     cache: Option<cache::CompileCache>,
     policy: LimitsPolicy,
     ticker: ticker::EpochTicker,
-}
-
-fn linker_index(caps: Capabilities) -> usize {
-    usize::from(caps.network) | (usize::from(caps.assets) << 1)
-}
-
-impl SandboxInner {
-    /// The linker for a component with `caps`.
-    pub(crate) fn linker(&self, caps: Capabilities) -> &Linker<CallState> {
-        &self.linkers[linker_index(caps)]
-    }
 }
 
 /// The sandbox: one engine for the whole host, cheap to clone.
@@ -361,8 +351,9 @@ impl Sandbox {
     }
 
     /// Loads a component without capabilities: checks that it is a
-    /// component, compiles it (or takes it from the cache), refuses any
-    /// import the sandbox does not provide, and pre-instantiates it. `label`
+    /// component, refuses any import the sandbox does not provide (from the
+    /// bytes, before compiling), compiles it (or takes it from the cache),
+    /// and pre-instantiates it. `label`
     /// names it in every error, typically `name@version`. The same as
     /// [`load_with`](Sandbox::load_with) and `Capabilities::default()`.
     ///
@@ -375,9 +366,11 @@ impl Sandbox {
         self.load_with(label, wasm, Capabilities::default())
     }
 
-    /// Loads a component with `capabilities`: it may import `wasi:http`
-    /// only with `network` and `wasi:filesystem` only with `assets`, and is
-    /// linked to exactly those. A refusal names the missing permission.
+    /// Loads a component with `capabilities`: its `wasi:http` requests go
+    /// out only with `network` (each checked against the call's
+    /// `Outbound`), and its `wasi:filesystem` shows the call's assets only
+    /// with `assets`; without them, requests are refused and the
+    /// filesystem is empty.
     ///
     /// ```
     /// use skillhost::Capabilities;

@@ -230,8 +230,8 @@ pub(crate) struct CallState {
     pub ticking: Option<super::ticker::Ticking>,
     /// `wasi:http` state; only used when the component was linked to it.
     http: wasmtime_wasi_http::WasiHttpCtx,
-    /// The send hook and records of outbound requests; `None` for a
-    /// component without network access (it cannot reach `wasi:http`).
+    /// The send hook and records of outbound requests; without network
+    /// access it refuses every request (and records each refusal).
     outbound: Option<OutboundHooks>,
     /// Secret values redacted from the guest's log lines and stdio.
     pub redact: Arc<[String]>,
@@ -265,8 +265,10 @@ impl CallState {
     ) -> std::io::Result<CallState> {
         let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
         let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
-        // Deny by default: no env, no args, no preopens, no network, stdin
-        // closed; stdout and stderr captured.
+        // Deny by default: no env, no args, no preopens (an empty
+        // filesystem), stdin closed, stdout and stderr captured, and no
+        // sockets: no TCP, no UDP, no name lookup, no address allowed
+        // (wasmtime-wasi's defaults, which every socket call checks).
         let mut builder = WasiCtx::builder();
         builder
             .stdout(stdout.clone())
@@ -352,8 +354,7 @@ impl wasmtime_wasi_http::WasiHttpView for CallState {
     fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
         let deadline = self.deadline;
         let hooks = self.outbound.get_or_insert_with(|| {
-            // Not reached: only a component with network access is linked
-            // to `wasi:http`, and its calls have hooks. Refuse everything.
+            // Not reached: every call's state gets hooks. Refuse everything.
             OutboundHooks::new(None, crate::limits::OutboundLimits::default(), deadline)
         });
         wasmtime_wasi_http::WasiHttpCtxView {

@@ -1,5 +1,6 @@
 //! A hostile skill that reads the host filesystem through `std::fs`.
-//! Its component imports `wasi:filesystem`; the host must refuse it before it runs.
+//! Its component imports `wasi:filesystem`; without `permissions.assets`
+//! the host gives it an empty, read-only filesystem: it reads nothing.
 
 use serde::{Deserialize, Serialize};
 use skillhost_guest::{ToolError, skill};

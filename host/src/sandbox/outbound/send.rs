@@ -241,7 +241,8 @@ impl WasiHttpHooks for OutboundHooks {
             return self.refuse(
                 &slot,
                 OutboundOutcome::Denied(DenyReason::NoNetwork),
-                "this call may not make HTTP requests".into(),
+                "the skill has no approved `permissions.network`: every HTTP request is refused"
+                    .into(),
                 HttpError::HttpRequestDenied,
                 request.into_body(),
             );
