@@ -18,8 +18,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use skillhost::{
     AddressClass, CallError, CallOptions, CallOutput, Capabilities, DenyReason, Limits,
-    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord,
-    SandboxBuilder, SecretHeader, SecretValue, SkillComponent,
+    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord, SandboxBuilder,
+    SecretHeader, SecretValue, SkillComponent,
 };
 use skillhost_e2e::read_component;
 use skillhost_test_plugins as art;

@@ -76,7 +76,10 @@ pub use registry::{
 
 // Skills: manifests, schemas, loaded skills, built-ins, the guest build.
 pub use skill::builtin::{BuiltinSkill, builtin_skills};
-pub use skill::guest_build::{BuildError, build_skill};
+pub use skill::guest_build::{
+    BuildError, COMPONENTIZE_JS_VERSION, COMPONENTIZE_PY_VERSION, GuestLanguage, JS_SDK,
+    PYTHON_SDK, SKILL_WIT, build_skill,
+};
 pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
     Permissions, SecretDecl, SkillManifest, ToolDecl, valid_tool_name,

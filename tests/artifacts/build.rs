@@ -1,11 +1,17 @@
 //! Builds the plugins the test suites load from disk (hostile ones
-//! included) with the host's plugin build (`host/build/plugins.rs`), and
-//! generates a constant for each one's source folder and component.
+//! included): the Rust ones with the host's plugin build
+//! (`host/build/plugins.rs`), the Python and JavaScript ones with
+//! componentize-py and componentize-js as `tests/peers/install.sh`
+//! installs them into `target/peers` (or where `SKILLHOST_COMPONENTIZE_PY`
+//! and `SKILLHOST_COMPONENTIZE_JS` point). Generates a constant for each
+//! one's source folder and component, and `COMPILE_CACHE_DIR`: a
+//! compiled-code cache the suites share, so each big guest compiles once.
 
 #[path = "../../host/build/plugins.rs"]
 mod plugins;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn main() {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
@@ -39,5 +45,134 @@ fn main() {
             dir = b.dir.display().to_string(),
         ));
     }
+    for (name, lang) in [
+        ("py-stats", Lang::Python),
+        ("hostile-py", Lang::Python),
+        ("js-slug", Lang::JavaScript),
+        ("hostile-js", Lang::JavaScript),
+    ] {
+        let wasm = build_polyglot(&root, name, lang);
+        let k = name.replace('-', "_").to_uppercase();
+        out.push_str(&format!(
+            "/// Path of the `{name}` component built from `plugins/{name}`.\npub const {k}_WASM_PATH: &str = {wasm:?};\n\
+             /// Folder of the `{name}` plugin source (with its `skill.yaml`).\npub const {k}_DIR: &str = {dir:?};\n",
+            wasm = wasm.display().to_string(),
+            dir = root.join("plugins").join(name).display().to_string(),
+        ));
+    }
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    // OUT_DIR is <target>/<profile>/build/<package>/out.
+    let cache = out_dir
+        .ancestors()
+        .nth(4)
+        .unwrap_or(&out_dir)
+        .join("test-compile-cache");
+    out.push_str(&format!(
+        "/// A compiled-code cache folder the test suites share (`SandboxBuilder::cache_dir`).\npub const COMPILE_CACHE_DIR: &str = {:?};\n",
+        cache.display().to_string()
+    ));
     plugins::write_out("plugins.rs", &out);
+}
+
+#[derive(Clone, Copy)]
+enum Lang {
+    Python,
+    JavaScript,
+}
+
+/// A guest toolchain: the environment variable naming it, else its place
+/// in `target/peers`.
+fn toolchain(root: &Path, env: &str, peers_path: &str) -> PathBuf {
+    println!("cargo:rerun-if-env-changed={env}");
+    let path = std::env::var_os(env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/peers").join(peers_path));
+    if !path.is_file() {
+        panic!(
+            "{} is missing: run tests/peers/install.sh (it installs the Python and JavaScript \
+             guest toolchains into target/peers), or set {env}",
+            path.display()
+        );
+    }
+    path
+}
+
+/// Builds `plugins/<name>` (an `app.py` or `app.js` on the SDK in
+/// `guest-sdk/`) into `$OUT_DIR/<name>.wasm`.
+fn build_polyglot(root: &Path, name: &str, lang: Lang) -> PathBuf {
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let dir = root.join("plugins").join(name);
+    let wasm = out_dir.join(format!("{}.wasm", name.replace('-', "_")));
+    let wit = root.join("wit");
+    let mut cmd = match lang {
+        Lang::Python => {
+            let tool = toolchain(
+                root,
+                "SKILLHOST_COMPONENTIZE_PY",
+                "venv/bin/componentize-py",
+            );
+            let mut cmd = Command::new(tool);
+            cmd.current_dir(&dir)
+                .arg("-d")
+                .arg(&wit)
+                .args(["-w", "skill", "componentize", "app", "-p"])
+                .arg(&dir)
+                .arg("-p")
+                .arg(root.join("guest-sdk/python"))
+                .arg("-o")
+                .arg(&wasm);
+            cmd
+        }
+        Lang::JavaScript => {
+            let tool = toolchain(
+                root,
+                "SKILLHOST_COMPONENTIZE_JS",
+                "node/node_modules/.bin/componentize-js",
+            );
+            // Staged beside the SDK so `./skillhost.js` resolves.
+            let stage = out_dir.join(format!("stage-{name}"));
+            let _ = std::fs::remove_dir_all(&stage);
+            std::fs::create_dir_all(&stage).expect("create the staging folder");
+            for entry in std::fs::read_dir(&dir).expect("read the plugin folder") {
+                let entry = entry.expect("read the plugin folder");
+                let file = entry.file_name();
+                if file.to_string_lossy().ends_with(".js") {
+                    std::fs::copy(entry.path(), stage.join(&file)).expect("stage a source");
+                }
+            }
+            std::fs::copy(
+                root.join("guest-sdk/js/skillhost.js"),
+                stage.join("skillhost.js"),
+            )
+            .expect("stage the SDK");
+            let mut cmd = Command::new(tool);
+            cmd.current_dir(&dir)
+                .arg(stage.join("app.js"))
+                .arg("--wit")
+                .arg(&wit)
+                .args(["-n", "skill", "-o"])
+                .arg(&wasm);
+            cmd
+        }
+    };
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the toolchain for {name}: {e}"));
+    if !status.success() {
+        panic!("building plugins/{name} failed ({status}); see the output above");
+    }
+    for path in [
+        dir.join("app.py"),
+        dir.join("app.js"),
+        dir.join("skill.yaml"),
+        root.join("guest-sdk/python/skillhost.py"),
+        root.join("guest-sdk/js/skillhost.js"),
+    ] {
+        // Only existing files: a missing one would rerun this script on
+        // every build (and rebuild the guests).
+        if path.is_file() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    wasm
 }

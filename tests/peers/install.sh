@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs the real MCP peers the end-to-end tests run against into
+# Installs the real MCP peers the end-to-end tests run against, and the
+# Python and JavaScript guest toolchains the tests build skills with, into
 # target/peers/ (relative to the repository root):
-#   target/peers/venv   Python venv with the official MCP SDK (requirements.txt)
-#   target/peers/node   node 22, server-everything and the conformance CLI
-#                       (package.json + package-lock.json, via `npm ci`)
+#   target/peers/venv   Python venv with the official MCP SDK and
+#                       componentize-py (requirements.txt)
+#   target/peers/node   node 22, server-everything, the conformance CLI and
+#                       componentize-js (package.json + package-lock.json,
+#                       via `npm ci`)
 # Idempotent: a stamp file keyed on the pins makes a rerun a no-op.
 # Needs python3 (>= 3.10, with venv) and npm on PATH. See README.md.
 set -euo pipefail
@@ -35,6 +38,8 @@ key="$(cat "$HERE/requirements.txt" "$HERE/package.json" "$HERE/package-lock.jso
 node22="$NODE_DIR/node_modules/node/bin/node"
 everything="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 conformance="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+componentize_py="$VENV/bin/componentize-py"
+componentize_js="$NODE_DIR/node_modules/.bin/componentize-js"
 
 summary() {
     echo "MCP test peers in target/peers:"
@@ -44,10 +49,12 @@ summary() {
     echo "  server-everything $("$node22" -p 'require(process.argv[1]).version' \
         "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json")"
     echo "  conformance $("$node22" "$conformance" --version)"
+    echo "  componentize-py $("$componentize_py" --version | cut -d' ' -f2) (target/peers/venv/bin/componentize-py)"
+    echo "  componentize-js $("$componentize_js" --version) (target/peers/node/node_modules/.bin/componentize-js)"
 }
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$key" && -x "$VENV/bin/python" && -x "$node22" &&
-    -f "$everything" && -f "$conformance" ]]; then
+    -f "$everything" && -f "$conformance" && -x "$componentize_py" && -x "$componentize_js" ]]; then
     echo "tests/peers/install.sh: already installed (stamp matches the pins)"
     summary
     exit 0
@@ -65,6 +72,7 @@ rm -rf "$VENV"
     die "pip could not install tests/peers/requirements.txt into target/peers/venv"
 "$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' ||
     die "the installed mcp package has no mcp.server.mcpserver.MCPServer (wrong version?)"
+[[ -x "$componentize_py" ]] || die "componentize-py is missing after pip install"
 
 # --- Node: node 22, server-everything, conformance ------------------------
 echo "tests/peers/install.sh: installing target/peers/node with npm $(npm --version)"
@@ -85,6 +93,7 @@ fi
 "$node22" --version | grep -q '^v22\.' || die "target/peers/node/node_modules/node/bin/node is not node 22"
 [[ -f "$everything" ]] || die "server-everything is missing after npm ${npm_cmd[*]}"
 [[ -f "$conformance" ]] || die "the conformance CLI is missing after npm ${npm_cmd[*]}"
+[[ -x "$componentize_js" ]] || die "componentize-js is missing after npm ${npm_cmd[*]}"
 
 # --- Smoke checks ----------------------------------------------------------
 # Each peer must answer `initialize` over stdio within 30 s.

@@ -1,11 +1,35 @@
-//! `skillhost build`: builds a skill's Rust guest for `wasm32-wasip2` and
-//! places the component where `skill.yaml`'s `component` field says.
+//! `skillhost build`: builds a skill's guest with its language's standard
+//! toolchain and places the component where `skill.yaml`'s `component`
+//! field says.
+//!
+//! | the folder has | language | toolchain |
+//! |---|---|---|
+//! | `Cargo.toml` | Rust | `cargo build --release --target wasm32-wasip2` |
+//! | `app.py` | Python | componentize-py ([`COMPONENTIZE_PY_VERSION`]) |
+//! | `app.js` | JavaScript | componentize-js ([`COMPONENTIZE_JS_VERSION`]) |
+//!
+//! The WIT world and the Python and JS SDKs are built into this binary, so
+//! a skill folder needs neither (a folder's own `skillhost.py` or
+//! `skillhost.js`, as `skillhost new` writes, takes precedence). A missing
+//! toolchain is named with the one command that installs it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::skill::manifest::{ManifestError, SkillManifest};
+
+/// The componentize-py version skills are built and tested with.
+pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+/// The componentize-js version skills are built and tested with.
+pub const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
+
+/// The `skillhost:plugin` WIT package guests are built against.
+pub const SKILL_WIT: &str = include_str!("../../../wit/skill.wit");
+/// The Python guest SDK (`skillhost.py`).
+pub const PYTHON_SDK: &str = include_str!("../../../guest-sdk/python/skillhost.py");
+/// The JavaScript guest SDK (`skillhost.js`).
+pub const JS_SDK: &str = include_str!("../../../guest-sdk/js/skillhost.js");
 
 /// Why a skill could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -23,10 +47,43 @@ pub enum BuildError {
     },
 }
 
-/// Builds the Rust crate in `dir` with `cargo build --release --target
-/// wasm32-wasip2` and copies the component to the path named by the
-/// manifest's `component` field. Compiler output goes to stderr. Returns
-/// where the component was written.
+/// The language of a skill's guest, told by the files in its folder.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("app.py"), "").unwrap();
+/// assert_eq!(skillhost::GuestLanguage::of(dir.path()), Some(skillhost::GuestLanguage::Python));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestLanguage {
+    /// A Rust crate (`Cargo.toml`) on the `skillhost-guest` SDK.
+    Rust,
+    /// A Python module `app.py` on `skillhost.py`.
+    Python,
+    /// A JavaScript module `app.js` on `skillhost.js`.
+    JavaScript,
+}
+
+impl GuestLanguage {
+    /// The language of the guest in `dir`: `Cargo.toml`, else `app.py`,
+    /// else `app.js`; `None` when there is none of them.
+    pub fn of(dir: &Path) -> Option<GuestLanguage> {
+        if dir.join("Cargo.toml").is_file() {
+            Some(GuestLanguage::Rust)
+        } else if dir.join("app.py").is_file() {
+            Some(GuestLanguage::Python)
+        } else if dir.join("app.js").is_file() {
+            Some(GuestLanguage::JavaScript)
+        } else {
+            None
+        }
+    }
+}
+
+/// Builds the guest in `dir` with its language's toolchain (see the module
+/// docs) and writes the component to the path named by the manifest's
+/// `component` field. Toolchain output goes to stderr. Returns where the
+/// component was written.
 ///
 /// ```no_run
 /// let wasm = skillhost::build_skill(std::path::Path::new("plugins/text-tools")).unwrap();
@@ -43,6 +100,73 @@ pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
             "skill.yaml names no `component`: this skill has no code to build".into(),
         ));
     };
+    // Toolchains run in the skill folder: every path handed to them is
+    // absolute.
+    let dir =
+        &std::path::absolute(dir).map_err(|e| fail(format!("cannot resolve the folder: {e}")))?;
+    let dest = dir.join(component);
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let tmp = dest.with_extension("wasm.tmp");
+    let built = match GuestLanguage::of(dir) {
+        Some(GuestLanguage::Rust) => build_rust(dir, &fail).and_then(|artifact| {
+            std::fs::copy(&artifact, &tmp)
+                .map(|_| ())
+                .map_err(|e| fail(format!("cannot copy {}: {e}", artifact.display())))
+        }),
+        Some(GuestLanguage::Python) => build_python(dir, &tmp, &fail),
+        Some(GuestLanguage::JavaScript) => build_js(dir, &tmp, &fail),
+        None => Err(fail(
+            "no guest to build: a skill folder has a `Cargo.toml` (Rust), an `app.py` (Python) \
+             or an `app.js` (JavaScript); `skillhost new NAME --lang rust|python|js` makes one"
+                .into(),
+        )),
+    };
+    if let Err(e) = built {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, &dest).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(format!(
+            "cannot place the component at {}: {e}",
+            dest.display()
+        ))
+    })?;
+    Ok(dest)
+}
+
+/// The `wasm32-wasip2` target's library folder for the toolchain `dir`
+/// builds with, or why it cannot be told.
+fn wasip2_installed(dir: &Path) -> Option<bool> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .current_dir(dir)
+        .args(["--print", "sysroot"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Some(
+        Path::new(&sysroot)
+            .join("lib/rustlib/wasm32-wasip2")
+            .is_dir(),
+    )
+}
+
+fn build_rust(dir: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<PathBuf, BuildError> {
+    if wasip2_installed(dir) == Some(false) {
+        return Err(fail(
+            "the Rust target `wasm32-wasip2` is not installed for this toolchain: run \
+             `rustup target add wasm32-wasip2` (in the skill folder, so its toolchain gets it)"
+                .into(),
+        ));
+    }
     let cargo_toml = dir.join("Cargo.toml");
     let cargo_toml = cargo_toml
         .canonicalize()
@@ -101,19 +225,136 @@ pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
             "cargo produced no .wasm for this crate: it must be a `cdylib` (`[lib] crate-type = [\"cdylib\"]`)".into(),
         ));
     };
-    let dest = dir.join(component);
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
+    Ok(artifact)
+}
+
+/// Finds a toolchain program: `env` if set, else `local` (inside the skill
+/// folder), else `name` on `PATH`.
+fn find_tool(env: &str, local: &Path, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(PathBuf::from(p));
     }
-    let tmp = dest.with_extension("wasm.tmp");
-    std::fs::copy(&artifact, &tmp)
-        .and_then(|_| std::fs::rename(&tmp, &dest))
-        .map_err(|e| {
-            fail(format!(
-                "cannot place the component at {}: {e}",
-                dest.display()
-            ))
-        })?;
-    Ok(dest)
+    if local.is_file() {
+        return Some(local.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs a toolchain command, its output to stderr.
+fn run(
+    mut cmd: Command,
+    what: &str,
+    fail: &dyn Fn(String) -> BuildError,
+) -> Result<(), BuildError> {
+    let status = cmd
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(|e| fail(format!("cannot run {what}: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(fail(format!(
+            "{what} failed ({status}); see its output above"
+        )))
+    }
+}
+
+/// A scratch folder holding the WIT package (in `wit/`) and the SDK.
+fn scratch(sdk_name: &str, sdk: &str) -> std::io::Result<tempfile::TempDir> {
+    let d = tempfile::Builder::new()
+        .prefix("skillhost-build-")
+        .tempdir()?;
+    std::fs::create_dir(d.path().join("wit"))?;
+    std::fs::write(d.path().join("wit/skill.wit"), SKILL_WIT)?;
+    std::fs::create_dir(d.path().join("sdk"))?;
+    std::fs::write(d.path().join("sdk").join(sdk_name), sdk)?;
+    Ok(d)
+}
+
+fn build_python(
+    dir: &Path,
+    out: &Path,
+    fail: &dyn Fn(String) -> BuildError,
+) -> Result<(), BuildError> {
+    let Some(tool) = find_tool(
+        "SKILLHOST_COMPONENTIZE_PY",
+        &dir.join(".venv/bin/componentize-py"),
+        "componentize-py",
+    ) else {
+        return Err(fail(format!(
+            "componentize-py is not installed: run `python3 -m pip install \
+             componentize-py=={COMPONENTIZE_PY_VERSION}` (in a venv: `python3 -m venv .venv` in \
+             the skill folder, then `.venv/bin/pip install componentize-py=={COMPONENTIZE_PY_VERSION}`), \
+             or point SKILLHOST_COMPONENTIZE_PY at it"
+        )));
+    };
+    let scratch = scratch("skillhost.py", PYTHON_SDK)
+        .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
+    let mut cmd = Command::new(&tool);
+    cmd.current_dir(dir)
+        .arg("-d")
+        .arg(scratch.path().join("wit"))
+        .args(["-w", "skill", "componentize", "app", "-p"])
+        .arg(dir)
+        .arg("-p")
+        .arg(scratch.path().join("sdk"))
+        .arg("-o")
+        .arg(out);
+    run(cmd, &format!("componentize-py ({})", tool.display()), fail)
+}
+
+fn build_js(dir: &Path, out: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<(), BuildError> {
+    let Some(tool) = find_tool(
+        "SKILLHOST_COMPONENTIZE_JS",
+        &dir.join("node_modules/.bin/componentize-js"),
+        "componentize-js",
+    ) else {
+        return Err(fail(format!(
+            "componentize-js is not installed: run `npm install --save-dev \
+             @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}` in the skill folder \
+             (Node.js 20 or later), or point SKILLHOST_COMPONENTIZE_JS at it"
+        )));
+    };
+    let scratch = scratch("skillhost.js", JS_SDK)
+        .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
+    // The sources are staged beside the SDK, so `./skillhost.js` resolves
+    // whether or not the folder has its own copy (its own wins).
+    let stage = scratch.path().join("sdk");
+    copy_sources(dir, &stage, 0).map_err(|e| fail(format!("cannot stage the sources: {e}")))?;
+    let mut cmd = Command::new(&tool);
+    cmd.current_dir(dir)
+        .arg(stage.join("app.js"))
+        .arg("--wit")
+        .arg(scratch.path().join("wit"))
+        .args(["-n", "skill", "-o"])
+        .arg(out);
+    run(cmd, &format!("componentize-js ({})", tool.display()), fail)
+}
+
+/// Copies the `.js`/`.mjs`/`.json` files of `from` (and its folders, but
+/// not `node_modules`, build output or hidden ones) into `to`.
+fn copy_sources(from: &Path, to: &Path, depth: usize) -> std::io::Result<()> {
+    if depth > 16 {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name_s = name.to_string_lossy();
+        let ty = entry.file_type()?;
+        if ty.is_dir() {
+            if name_s.starts_with('.') || matches!(&*name_s, "node_modules" | "target" | "assets") {
+                continue;
+            }
+            std::fs::create_dir_all(to.join(&name))?;
+            copy_sources(&entry.path(), &to.join(&name), depth + 1)?;
+        } else if ty.is_file() && [".js", ".mjs", ".json"].iter().any(|x| name_s.ends_with(x)) {
+            std::fs::copy(entry.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
 }

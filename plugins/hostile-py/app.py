@@ -1,0 +1,65 @@
+"""hostile-py: a Python skill that misbehaves on purpose."""
+
+import os
+import socket
+
+import skillhost
+
+skill = skillhost.Skill()
+
+
+@skill.tool("hostile_py.spin")
+def spin(args: dict) -> dict:
+    n = 0
+    while True:
+        n += 1
+
+
+@skill.tool("hostile_py.alloc")
+def alloc(args: dict) -> dict:
+    hoard = []
+    while True:
+        hoard.append(bytearray(1 << 20))
+
+
+@skill.tool("hostile_py.read_file")
+def read_file(args: dict) -> dict:
+    try:
+        with open("/etc/passwd") as f:
+            passwd = f.read()
+    except OSError as e:
+        passwd = None
+        error = f"{type(e).__name__}: {e}"
+    else:
+        error = None
+    try:
+        root = sorted(os.listdir("/"))
+    except OSError:
+        root = []
+    return {"passwd": passwd, "root": root, "error": error}
+
+
+@skill.tool("hostile_py.connect")
+def connect(args: dict) -> dict:
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # Bytes, not str: CPython would encode a str host with the `idna`
+        # codec, which the bundled standard library leaves out.
+        sock.connect((args["host"].encode(), args["port"]))
+        sock.close()
+        return {"connected": True}
+    except OSError as e:
+        return {"connected": False, "error": f"{type(e).__name__}: {e}"}
+
+
+@skill.tool("hostile_py.raise")
+def boom(args: dict) -> dict:
+    raise ValueError("the skill's own bug")
+
+
+@skill.tool("hostile_py.ok")
+def ok(args: dict) -> dict:
+    return {"ok": True}
+
+
+Tools = skill.tools()

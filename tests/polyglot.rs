@@ -1,0 +1,263 @@
+//! End-to-end tests of Python and JavaScript skills: components built from
+//! `plugins/` by componentize-py and componentize-js (the standard
+//! toolchains, as tests/peers/install.sh pins them) on the guest SDKs of
+//! `guest-sdk/`. The examples answer what their manifests say; uncaught
+//! exceptions become tool errors carrying their message; the hostile ones
+//! end in the same typed outcomes as the Rust ones and the host keeps
+//! serving.
+
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+use skillhost::{
+    CallFailure, DenyReason, LimitsRequest, OutboundOutcome, Sandbox, SandboxBuilder, Skill,
+    SkillManifest, ToolError, TrapReason,
+};
+use skillhost_test_plugins as art;
+
+/// One sandbox for the suite, on the shared compiled-code cache: each big
+/// guest compiles once for every suite.
+fn sandbox() -> &'static Sandbox {
+    static SANDBOX: OnceLock<Sandbox> = OnceLock::new();
+    SANDBOX.get_or_init(|| {
+        SandboxBuilder::new()
+            .cache_dir(art::COMPILE_CACHE_DIR)
+            .build()
+            .expect("sandbox")
+    })
+}
+
+fn load(dir: &str, wasm: &str) -> Skill {
+    let manifest = SkillManifest::load_dir(std::path::Path::new(dir)).expect("manifest");
+    let bytes = std::fs::read(wasm).expect("built plugin");
+    Skill::from_parts(sandbox(), manifest, Some(&bytes)).unwrap_or_else(|e| panic!("{dir}: {e}"))
+}
+
+fn skill(which: &str) -> &'static Skill {
+    static PY_STATS: OnceLock<Skill> = OnceLock::new();
+    static JS_SLUG: OnceLock<Skill> = OnceLock::new();
+    static HOSTILE_PY: OnceLock<Skill> = OnceLock::new();
+    static HOSTILE_JS: OnceLock<Skill> = OnceLock::new();
+    match which {
+        "py-stats" => PY_STATS.get_or_init(|| load(art::PY_STATS_DIR, art::PY_STATS_WASM_PATH)),
+        "js-slug" => JS_SLUG.get_or_init(|| load(art::JS_SLUG_DIR, art::JS_SLUG_WASM_PATH)),
+        "hostile-py" => {
+            HOSTILE_PY.get_or_init(|| load(art::HOSTILE_PY_DIR, art::HOSTILE_PY_WASM_PATH))
+        }
+        "hostile-js" => {
+            HOSTILE_JS.get_or_init(|| load(art::HOSTILE_JS_DIR, art::HOSTILE_JS_WASM_PATH))
+        }
+        other => panic!("no skill {other}"),
+    }
+}
+
+async fn ok(which: &str, tool: &str, args: Value) -> Value {
+    skill(which)
+        .call(tool, &args, &LimitsRequest::default())
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+        .output
+}
+
+async fn failure(which: &str, tool: &str, args: Value) -> CallFailure {
+    match skill(which)
+        .call(tool, &args, &LimitsRequest::default())
+        .await
+    {
+        Ok(out) => panic!("{tool} answered {}", out.output),
+        Err(e) => e.failure,
+    }
+}
+
+/// Every example of a plugin's manifest answers its output (as JSON values).
+async fn examples_pass(which: &str) {
+    let s = skill(which);
+    assert!(!s.manifest().examples.is_empty());
+    for ex in &s.manifest().examples {
+        let out = ok(which, &ex.tool, ex.args.clone()).await;
+        let want = ex.output.clone().expect("example output");
+        assert!(
+            json_equal(&out, &want),
+            "{which} {}: got {out}, want {want}",
+            ex.tool
+        );
+    }
+}
+
+/// JSON equality where 5 and 5.0 are the same number.
+fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_example_answers_its_examples_and_checks_its_input() {
+    examples_pass("py-stats").await;
+    // A dataclass field the caller left out is named (the schema allows
+    // the empty list, the skill refuses it with InvalidInput).
+    match failure("py-stats", "stats.describe", json!({"numbers": []})).await {
+        CallFailure::Tool {
+            error: ToolError::InvalidInput(m),
+        } => assert!(m.contains("field `numbers`"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javascript_example_answers_its_examples_and_checks_its_input() {
+    examples_pass("js-slug").await;
+    match failure("js-slug", "slug.make", json!({"text": "!!!"})).await {
+        CallFailure::Tool {
+            error: ToolError::InvalidInput(m),
+        } => assert!(m.contains("field `text`"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncaught_exceptions_become_tool_errors_with_their_message() {
+    for (which, tool, text) in [
+        (
+            "hostile-py",
+            "hostile_py.raise",
+            "uncaught exception in `hostile_py.raise`: ValueError: the skill's own bug",
+        ),
+        (
+            "hostile-js",
+            "hostile_js.throw",
+            "uncaught exception in `hostile_js.throw`: TypeError: the skill's own bug",
+        ),
+    ] {
+        match failure(which, tool, json!({})).await {
+            CallFailure::Tool {
+                error: ToolError::Failed(m),
+            } => assert_eq!(m, text),
+            other => panic!("{tool}: {other:?}"),
+        }
+        // The next call on the same skill works.
+        let ok_tool = format!("{}.ok", tool.split('.').next().unwrap_or_default());
+        assert_eq!(ok(which, &ok_tool, json!({})).await, json!({"ok": true}));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_component_lacks_is_not_implemented_not_invalid_input() {
+    for (dir, wasm, implemented) in [
+        (art::PY_STATS_DIR, art::PY_STATS_WASM_PATH, "stats.describe"),
+        (
+            art::JS_SLUG_DIR,
+            art::JS_SLUG_WASM_PATH,
+            "slug.make, slug.title",
+        ),
+    ] {
+        let _ = dir;
+        let bytes = std::fs::read(wasm).unwrap();
+        let c = sandbox().load("polyglot@0.1.0", &bytes).unwrap();
+        let e = c
+            .call("nope.missing", "{}", &Default::default())
+            .await
+            .unwrap_err();
+        match e.failure {
+            CallFailure::Tool {
+                error: ToolError::Failed(m),
+            } => assert_eq!(
+                m,
+                format!(
+                    "`nope.missing` is not implemented by this component (it implements: {implemented})"
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_python_is_contained() {
+    let h = "hostile-py";
+    for (tool, reason) in [
+        ("hostile_py.spin", TrapReason::Fuel),
+        ("hostile_py.alloc", TrapReason::Memory),
+    ] {
+        match failure(h, tool, json!({})).await {
+            CallFailure::Trapped { reason: r, .. } => assert_eq!(r, reason, "{tool}"),
+            other => panic!("{tool}: {other:?}"),
+        }
+        assert_eq!(ok(h, "hostile_py.ok", json!({})).await, json!({"ok": true}));
+    }
+    // An empty filesystem: nothing to read, nothing listed.
+    let seen = ok(h, "hostile_py.read_file", json!({})).await;
+    assert!(seen["passwd"].is_null(), "{seen}");
+    assert_eq!(seen["root"], json!([]), "{seen}");
+    // Sockets refuse every operation; nothing reaches the listener.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let out = ok(
+        h,
+        "hostile_py.connect",
+        json!({"host": "127.0.0.1", "port": port}),
+    )
+    .await;
+    assert_eq!(out["connected"], false, "{out}");
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("PermissionError"),
+        "{out}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the listener"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_javascript_is_contained() {
+    let h = "hostile-js";
+    for (tool, reason) in [
+        ("hostile_js.spin", TrapReason::Fuel),
+        ("hostile_js.alloc", TrapReason::Memory),
+    ] {
+        match failure(h, tool, json!({})).await {
+            CallFailure::Trapped { reason: r, .. } => assert_eq!(r, reason, "{tool}"),
+            other => panic!("{tool}: {other:?}"),
+        }
+        assert_eq!(ok(h, "hostile_js.ok", json!({})).await, json!({"ok": true}));
+    }
+    // fetch without permissions.network: whatever the engine does with the
+    // request, it never reaches the server, and any request it sends is
+    // recorded as refused for having no network.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let out = skill(h)
+        .call(
+            "hostile_js.fetch",
+            &json!({ "url": url }),
+            &LimitsRequest::default(),
+        )
+        .await
+        .expect("the call answers");
+    for r in &out.outbound {
+        assert_eq!(
+            r.outcome,
+            OutboundOutcome::Denied(DenyReason::NoNetwork),
+            "{r:?}"
+        );
+    }
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the listener"
+    );
+}
