@@ -182,6 +182,12 @@ export function skill(handlers) {
         }
         throw wit;
       }
+      if (result !== null && typeof result === "object" && typeof result.then === "function") {
+        throw {
+          tag: "failed",
+          val: `\`${tool}\` returned a promise: handlers must be synchronous (return the value itself)`,
+        };
+      }
       let text;
       try {
         text = JSON.stringify(result);

@@ -1837,3 +1837,31 @@ fn a_grant_does_not_pass_to_another_skill_of_the_same_name() {
     assert!(visible_tools(&host, "ana").contains(&"json.query".to_string()));
     assert_eq!(why_grants(&host, "ana")["ok"], true);
 }
+
+#[test]
+fn pack_refuses_a_component_inside_a_folder_bundles_never_hold() {
+    // `target/`, `node_modules/`, `.venv/`… are never packed: a manifest
+    // naming its component there would pack into a bundle without it.
+    for folder in ["target", "node_modules", ".venv"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, bytes) in skill_files("1.0.0") {
+            let (name, bytes) = if name == "skill.yaml" {
+                let text = String::from_utf8(bytes).unwrap().replace(
+                    &format!("component: {COMPONENT}"),
+                    &format!("component: {folder}/{COMPONENT}"),
+                );
+                (name, text.into_bytes())
+            } else {
+                (format!("{folder}/{name}"), bytes)
+            };
+            let at = dir.path().join(&name);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, bytes).unwrap();
+        }
+        let err = skillhost::pack_dir(dir.path(), None).expect_err("must be refused");
+        assert!(
+            err.to_string().contains(&format!("inside `{folder}/`")),
+            "{err}"
+        );
+    }
+}

@@ -23,6 +23,8 @@ const EXCLUDED_DIRS: &[&str] = &[
     ".jj",
     ".skillhost",
     "node_modules",
+    ".venv",
+    "__pycache__",
 ];
 /// Files never packed.
 const EXCLUDED_FILES: &[&str] = &[".gitignore", ".gitattributes", ".DS_Store"];
@@ -121,6 +123,18 @@ pub fn pack_dir(dir: &Path, key: Option<&SecretKey>) -> Result<(Vec<u8>, Stateme
             "component `{c}` not found; run `skillhost build {}` first",
             dir.display()
         )));
+    }
+    if let Some(c) = &manifest.component {
+        let excluded = Path::new(c)
+            .components()
+            .filter_map(|p| p.as_os_str().to_str())
+            .find(|part| EXCLUDED_DIRS.contains(part));
+        if let Some(folder) = excluded {
+            return Err(fail(format!(
+                "component `{c}` is inside `{folder}/`, which bundles never hold: \
+                 name a path outside it in skill.yaml (`skillhost build` copies it there)"
+            )));
+        }
     }
     let mut files = Vec::new();
     collect(dir, "", &mut files, &fail)?;

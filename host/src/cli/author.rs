@@ -1,4 +1,4 @@
-//! Plugin-author commands: `new` and `check`.
+//! Plugin-author commands: `new` (Rust, Python or JavaScript) and `check`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,46 +8,61 @@ use skillhost::Sandbox;
 use skillhost::Skill;
 use skillhost::SkillManifest;
 
-/// Where the guest SDK's source is, when this binary was built from a checkout.
-fn sdk_dependency() -> String {
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(|p| p.join("guest-sdk"));
-    match sdk.and_then(|p| p.canonicalize().ok()) {
-        Some(p) if p.join("Cargo.toml").exists() => {
-            format!("{{ path = {:?} }}", p.display().to_string())
-        }
-        _ => format!("\"{}\"", env!("CARGO_PKG_VERSION")),
-    }
+/// The Rust guest SDK's sources, vendored into a new Rust skill (with the
+/// WIT package its bindings are generated from), so the skill builds
+/// anywhere and no path of this machine ships in its bundle.
+const RUST_SDK_FILES: &[(&str, &str)] = &[
+    (
+        "sdk/skillhost-guest/src/lib.rs",
+        include_str!("../../../guest-sdk/src/lib.rs"),
+    ),
+    (
+        "sdk/skillhost-guest/src/http.rs",
+        include_str!("../../../guest-sdk/src/http.rs"),
+    ),
+    ("sdk/wit/skill.wit", skillhost::SKILL_WIT),
+];
+
+/// The guest SDK's Cargo.toml with the workspace's values filled in.
+fn rust_sdk_manifest() -> String {
+    // `rust-version` first: it contains `version.workspace`.
+    include_str!("../../../guest-sdk/Cargo.toml")
+        .replace(
+            "rust-version.workspace = true",
+            &format!("rust-version = \"{}\"", env!("CARGO_PKG_RUST_VERSION")),
+        )
+        .replace(
+            "version.workspace = true",
+            &format!("version = \"{}\"", env!("CARGO_PKG_VERSION")),
+        )
+        .replace("edition.workspace = true", "edition = \"2024\"")
+        .replace(
+            "license.workspace = true",
+            &format!("license = \"{}\"", env!("CARGO_PKG_LICENSE")),
+        )
 }
 
-/// Scaffolds a skill folder that `build`, `check` and `pack` accept as is.
-pub(super) fn new_skill(name: &str, parent: &Path) -> anyhow::Result<PathBuf> {
-    let probe = format!("name: {name}\nversion: 0.1.0\ndescription: probe\n");
-    if name.contains(['\n', ':', '#', '"', '\'']) || SkillManifest::parse(&probe).is_err() {
-        anyhow::bail!(
-            "`{}` is not a valid skill name: use [a-z0-9][a-z0-9._-]{{0,63}}",
-            name.escape_debug()
-        );
-    }
-    let dir = parent.join(name);
-    if dir.exists() {
-        anyhow::bail!("{} already exists", dir.display());
-    }
-    let crate_name = name.replace('.', "-");
-    let stem = crate_name.replace('-', "_");
-    let tool = format!("{stem}.greet");
-    std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::write(
-        dir.join("skill.yaml"),
-        format!(
-            r#"name: {name}
+/// The language of a new skill (`skillhost new --lang`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Lang {
+    /// A Rust crate on the vendored `skillhost-guest` SDK.
+    Rust,
+    /// `app.py` on `skillhost.py`, built with componentize-py.
+    Python,
+    /// `app.js` on `skillhost.js`, built with componentize-js.
+    Js,
+}
+
+/// The manifest every template starts from: one `greet` tool, one example.
+fn template_manifest(name: &str, tool: &str, component: &str, lang: &str) -> String {
+    format!(
+        r#"name: {name}
 version: 0.1.0
-description: Greets someone by name.
+description: Greets someone by name ({lang}).
 instructions: |
   Use `{tool}` to greet a person by name.
 tool_names: [{tool}]
-component: {stem}.wasm
+component: {component}
 tools:
   - name: {tool}
     description: Returns a greeting for a name.
@@ -69,12 +84,38 @@ examples:
     args: {{name: world}}
     output: {{greeting: "Hello, world!"}}
 "#
-        ),
-    )?;
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            r#"[package]
+    )
+}
+
+/// Scaffolds a skill folder in `lang` that `build`, `check` and `pack`
+/// accept as is. Every path it writes is inside the folder.
+pub(super) fn new_skill(name: &str, parent: &Path, lang: Lang) -> anyhow::Result<PathBuf> {
+    let probe = format!("name: {name}\nversion: 0.1.0\ndescription: probe\n");
+    if name.contains(['\n', ':', '#', '"', '\'']) || SkillManifest::parse(&probe).is_err() {
+        anyhow::bail!(
+            "`{}` is not a valid skill name: use [a-z0-9][a-z0-9._-]{{0,63}}",
+            name.escape_debug()
+        );
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        anyhow::bail!("{} already exists", dir.display());
+    }
+    let crate_name = name.replace('.', "-");
+    let stem = crate_name.replace('-', "_");
+    let tool = format!("{stem}.greet");
+    let component = format!("{stem}.wasm");
+    let mut files: Vec<(String, String)> = Vec::new();
+    match lang {
+        Lang::Rust => {
+            files.push((
+                "skill.yaml".into(),
+                template_manifest(name, &tool, &component, "Rust"),
+            ));
+            files.push((
+                "Cargo.toml".into(),
+                format!(
+                    r#"[package]
 name = "{crate_name}"
 version = "0.1.0"
 edition = "2024"
@@ -84,7 +125,8 @@ publish = false
 crate-type = ["cdylib"]
 
 [dependencies]
-skillhost-guest = {sdk}
+# The guest SDK, vendored by `skillhost new` (with the WIT it binds to).
+skillhost-guest = {{ path = "sdk/skillhost-guest" }}
 serde = {{ version = "1", features = ["derive"] }}
 
 [profile.release]
@@ -94,14 +136,13 @@ strip = true
 
 # A skill is its own workspace, even inside another project's folder.
 [workspace]
-"#,
-            sdk = sdk_dependency()
-        ),
-    )?;
-    std::fs::write(
-        dir.join("src/lib.rs"),
-        format!(
-            r#"use serde::{{Deserialize, Serialize}};
+"#
+                ),
+            ));
+            files.push((
+                "src/lib.rs".into(),
+                format!(
+                    r#"use serde::{{Deserialize, Serialize}};
 use skillhost_guest::{{ToolError, skill}};
 
 #[derive(Deserialize)]
@@ -122,9 +163,108 @@ skill! {{
     "{tool}" => greet,
 }}
 "#
-        ),
-    )?;
-    std::fs::write(dir.join(".gitignore"), "target/\n*.wasm\n")?;
+                ),
+            ));
+            files.push(("sdk/skillhost-guest/Cargo.toml".into(), rust_sdk_manifest()));
+            for (path, text) in RUST_SDK_FILES {
+                files.push(((*path).into(), (*text).into()));
+            }
+            // rustup installs the wasm target itself for a folder that
+            // names it.
+            files.push((
+                "rust-toolchain.toml".into(),
+                "[toolchain]\nchannel = \"stable\"\ntargets = [\"wasm32-wasip2\"]\n".into(),
+            ));
+            files.push((".gitignore".into(), "target/\n*.wasm\n".into()));
+        }
+        Lang::Python => {
+            files.push((
+                "skill.yaml".into(),
+                template_manifest(name, &tool, &component, "Python"),
+            ));
+            files.push((
+                "app.py".into(),
+                format!(
+                    r#""""{name}: a skillhost skill in Python (built with componentize-py)."""
+
+from dataclasses import dataclass
+
+import skillhost
+
+skill = skillhost.Skill()
+
+
+@dataclass
+class GreetArgs:
+    name: str
+
+
+@skill.tool("{tool}")
+def greet(args: GreetArgs) -> dict:
+    if not args.name.strip():
+        raise skillhost.InvalidInput("field `name`: must not be blank")
+    return {{"greeting": f"Hello, {{args.name}}!"}}
+
+
+# The export componentize-py looks for.
+Tools = skill.tools()
+"#
+                ),
+            ));
+            files.push(("skillhost.py".into(), skillhost::PYTHON_SDK.into()));
+            files.push((".gitignore".into(), "*.wasm\n.venv/\n__pycache__/\n".into()));
+        }
+        Lang::Js => {
+            files.push((
+                "skill.yaml".into(),
+                template_manifest(name, &tool, &component, "JavaScript"),
+            ));
+            files.push((
+                "app.js".into(),
+                format!(
+                    r#"// {name}: a skillhost skill in JavaScript (built with componentize-js).
+import {{ skill, InvalidInput }} from "./skillhost.js";
+
+function greet({{ name }}) {{
+  if (!name.trim()) throw new InvalidInput("field `name`: must not be blank");
+  return {{ greeting: `Hello, ${{name}}!` }};
+}}
+
+export const tools = skill({{ "{tool}": greet }});
+"#
+                ),
+            ));
+            files.push(("skillhost.js".into(), skillhost::JS_SDK.into()));
+            files.push((
+                "package.json".into(),
+                format!(
+                    r#"{{
+  "name": "{crate_name}",
+  "version": "0.1.0",
+  "private": true,
+  "type": "module",
+  "description": "A skillhost skill in JavaScript.",
+  "scripts": {{
+    "build": "skillhost build ."
+  }},
+  "devDependencies": {{
+    "@bytecodealliance/componentize-js": "{version}"
+  }}
+}}
+"#,
+                    version = skillhost::COMPONENTIZE_JS_VERSION
+                ),
+            ));
+            files.push((".gitignore".into(), "*.wasm\nnode_modules/\n".into()));
+        }
+    }
+    for (path, text) in &files {
+        let at = dir.join(path);
+        if let Some(parent) = at.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(at, text)?;
+    }
     Ok(dir)
 }
 

@@ -45,10 +45,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Build a skill's Rust guest for wasm32-wasip2 and place the component
-    /// where skill.yaml's `component` field says.
+    /// Build a skill's guest with its language's toolchain (Cargo.toml:
+    /// cargo for wasm32-wasip2; app.py: componentize-py; app.js:
+    /// componentize-js) and place the component where skill.yaml's
+    /// `component` field says. A missing toolchain is named with the
+    /// command that installs it.
     Build {
-        /// The skill folder (with skill.yaml and Cargo.toml).
+        /// The skill folder (with skill.yaml, and Cargo.toml, app.py or app.js).
         dir: PathBuf,
     },
     /// Call one tool and print its result JSON on stdout.
@@ -63,14 +66,19 @@ enum Command {
     /// Build the example plugins, call each tool, and show each hostile
     /// plugin stopped by its limit.
     Demo,
-    /// Scaffold a new skill folder (skill.yaml, a Rust crate on the guest
-    /// SDK with one tool, one example).
+    /// Scaffold a new skill folder: skill.yaml with one tool and one
+    /// example, and the guest in the chosen language on its SDK (Rust: a
+    /// crate with the SDK vendored; Python: app.py and skillhost.py; JS:
+    /// app.js, skillhost.js and a package.json pinning componentize-js).
     New {
         /// The skill's name; also the folder's.
         name: String,
         /// Where to create the folder.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
+        /// The guest's language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: author::Lang,
     },
     /// Validate a skill folder: manifest, schemas, component imports,
     /// implemented tools, and every example. Prints every problem.
@@ -352,8 +360,8 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Call(_) | Command::Runs(_) => Ok(()),
         Command::Demo => demo::run(&cli.data_dir).await,
-        Command::New { name, dir } => {
-            let made = author::new_skill(&name, &dir)?;
+        Command::New { name, dir, lang } => {
+            let made = author::new_skill(&name, &dir, lang)?;
             println!("{}", made.display());
             Ok(())
         }

@@ -354,7 +354,11 @@ async fn author_path(sandbox: &Sandbox) -> anyhow::Result<String> {
     let scratch = std::env::temp_dir().join(format!("skillhost-demo-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
     let result = async {
-        let dir = crate::cli::author::new_skill("demo-greeter", &scratch)?;
+        let dir = crate::cli::author::new_skill(
+            "demo-greeter",
+            &scratch,
+            crate::cli::author::Lang::Rust,
+        )?;
         println!("  new      {}", dir.display());
         let d = dir.clone();
         let wasm = tokio::task::spawn_blocking(move || skillhost::build_skill(&d)).await??;

@@ -1,0 +1,219 @@
+//! The author's path in each language, as a new author runs it: `new`,
+//! `build`, `check`, `keygen`, `pack`, `trust add`, `install`, `call`. The
+//! Python and JavaScript toolchains are the pinned ones
+//! tests/peers/install.sh puts in target/peers. And what `build` says when
+//! a toolchain or the wasm target is missing.
+
+mod common;
+use common::{repo, skillhost, stderr};
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn componentize_py() -> PathBuf {
+    repo().join("target/peers/venv/bin/componentize-py")
+}
+
+fn componentize_js() -> PathBuf {
+    repo().join("target/peers/node/node_modules/.bin/componentize-js")
+}
+
+/// `skillhost` with the guest toolchains of target/peers.
+fn run_with_toolchains(data: &Path, args: &[&str]) -> Output {
+    common::command(data, args)
+        .env("SKILLHOST_COMPONENTIZE_PY", componentize_py())
+        .env("SKILLHOST_COMPONENTIZE_JS", componentize_js())
+        .output()
+        .expect("run skillhost")
+}
+
+/// From nothing to a signed, installed skill answering a call.
+fn author_path(lang: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let w = |p: &str| work.path().join(p).to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let o = run_with_toolchains(&data, args);
+        assert!(o.status.success(), "{lang} {args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let name = format!("hello-{lang}");
+    let stem = name.replace('-', "_");
+    run(&["new", &name, "--lang", lang, "--dir", &w("")]);
+    let dir = w(&name);
+    // Nothing in the folder names a path of this machine.
+    let root = repo().display().to_string();
+    for entry in walk(Path::new(&dir)) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains(&root) && !text.contains(work.path().to_str().unwrap()),
+            "{} names a local path",
+            entry.display()
+        );
+    }
+    run(&["build", &dir]);
+    assert!(run(&["check", &dir]).contains("1/1 examples passed"));
+    run(&["keygen", "--out", &w("alice")]);
+    run(&[
+        "pack",
+        &dir,
+        "--key",
+        &w("alice.key"),
+        "--out",
+        &w("s.skill"),
+    ]);
+    run(&["trust", "add", &w("alice.pub"), "--name", "alice"]);
+    assert!(run(&["install", &w("s.skill")]).contains(&format!("installed {name}@0.1.0")));
+    let out = run(&[
+        "call",
+        &format!("{stem}.greet"),
+        "--args",
+        r#"{"name":"Ada"}"#,
+    ]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        serde_json::json!({"greeting": "Hello, Ada!"})
+    );
+    // A blank name is the skill's own InvalidInput, named as such.
+    let o = run_with_toolchains(
+        &data,
+        &[
+            "call",
+            &format!("{stem}.greet"),
+            "--args",
+            r#"{"name":" "}"#,
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("invalid-input") && stderr(&o).contains("field `name`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if !p.ends_with("target") && !p.ends_with("node_modules") {
+                out.extend(walk(&p));
+            }
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn python_author_path() {
+    author_path("python");
+}
+
+#[test]
+fn javascript_author_path() {
+    author_path("js");
+}
+
+#[test]
+fn rust_skill_vendors_its_sdk_and_names_no_local_path() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let o = skillhost(
+        &data,
+        &["new", "vendored", "--dir", work.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = work.path().join("vendored");
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(cargo.contains(r#"path = "sdk/skillhost-guest""#), "{cargo}");
+    for f in [
+        "sdk/skillhost-guest/Cargo.toml",
+        "sdk/skillhost-guest/src/lib.rs",
+        "sdk/wit/skill.wit",
+        "rust-toolchain.toml",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let sdk = std::fs::read_to_string(dir.join("sdk/skillhost-guest/Cargo.toml")).unwrap();
+    assert!(!sdk.contains(".workspace"), "{sdk}");
+    assert!(sdk.contains("rust-version = \"1.95\""), "{sdk}");
+    assert!(sdk.contains("version = \"0.1.0\""), "{sdk}");
+    let root = repo().display().to_string();
+    for entry in walk(&dir) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(!text.contains(&root), "{} names {root}", entry.display());
+    }
+}
+
+#[test]
+fn build_names_the_missing_toolchain_and_how_to_install_it() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let empty_path = work.path().join("bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    for (lang, words) in [
+        ("python", "pip install componentize-py==0.25.1"),
+        (
+            "js",
+            "npm install --save-dev @bytecodealliance/componentize-js@0.23.0",
+        ),
+    ] {
+        let name = format!("missing-{lang}");
+        let o = skillhost(
+            &data,
+            &[
+                "new",
+                &name,
+                "--lang",
+                lang,
+                "--dir",
+                work.path().to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = common::command(&data, &["build", work.path().join(&name).to_str().unwrap()])
+            .env_remove("SKILLHOST_COMPONENTIZE_PY")
+            .env_remove("SKILLHOST_COMPONENTIZE_JS")
+            .env("PATH", &empty_path)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{lang}: {}", stderr(&o));
+        // Nothing half-built is left behind.
+        let left: Vec<_> = std::fs::read_dir(work.path().join(&name))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".wasm"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    // A Rust toolchain without the wasm32-wasip2 target: said before cargo
+    // runs, with the command that adds it.
+    let o = skillhost(
+        &data,
+        &["new", "no-target", "--dir", work.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sysroot = work.path().join("sysroot");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib/x86_64-unknown-linux-gnu")).unwrap();
+    let fake = work.path().join("fake-rustc");
+    std::fs::write(&fake, format!("#!/bin/sh\necho {}\n", sysroot.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = common::command(
+        &data,
+        &["build", work.path().join("no-target").to_str().unwrap()],
+    )
+    .env("RUSTC", &fake)
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rustup target add wasm32-wasip2"),
+        "{}",
+        stderr(&o)
+    );
+}
