@@ -217,3 +217,77 @@ fn build_names_the_missing_toolchain_and_how_to_install_it() {
         stderr(&o)
     );
 }
+
+#[test]
+fn install_compiles_once_and_no_call_pays_compilation() {
+    // A Python skill (a large component): `install` compiles and caches
+    // it; the calls after it, each a new process, take it from the cache.
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let bundle = work.path().join("py.skill");
+    let o = run_with_toolchains(
+        &work.path().join("pack-data"),
+        &[
+            "pack",
+            repo().join("plugins/py-stats").to_str().unwrap(),
+            "--no-check",
+            "--out",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = common::command(
+        &data,
+        &[
+            "-v",
+            "install",
+            bundle.to_str().unwrap(),
+            "--allow-untrusted",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("compiled the component"),
+        "{}",
+        stderr(&o)
+    );
+    let cached = || -> Vec<_> {
+        std::fs::read_dir(data.join("cache/components"))
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name(), e.metadata().unwrap().modified().unwrap()))
+            .collect()
+    };
+    let after_install = cached();
+    assert_eq!(after_install.len(), 1, "{after_install:?}");
+    let o = skillhost(&data, &["skills", "trust", "py-stats"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for _ in 0..2 {
+        let o = common::command(
+            &data,
+            &[
+                "-vv",
+                "call",
+                "stats.describe",
+                "--args",
+                r#"{"numbers":[1,2,3]}"#,
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("compiled the component"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains("took the compiled component from the cache"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(cached(), after_install);
+}

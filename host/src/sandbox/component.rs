@@ -199,18 +199,28 @@ impl SkillComponent {
         let component = match cached {
             Some(c) => c,
             None => {
+                let started = Instant::now();
                 let c = Component::new(engine, wasm).map_err(|e| {
                     err(
                         LoadErrorKind::Malformed,
                         format!("invalid component: {}", error_chain(&e)),
                     )
                 })?;
+                tracing::info!(
+                    skill = label,
+                    bytes = wasm.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "compiled the component"
+                );
                 if let Some(cache) = &sandbox.cache {
                     cache.store(&sha256, &c);
                 }
                 c
             }
         };
+        if from_cache {
+            tracing::debug!(skill = label, "took the compiled component from the cache");
+        }
         let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
             err(
                 LoadErrorKind::Link,

@@ -62,6 +62,7 @@ pub struct SandboxBuilder {
     policy: LimitsPolicy,
     max_wasm_stack: usize,
     epoch_tick: Duration,
+    memory_images: bool,
 }
 
 impl Default for SandboxBuilder {
@@ -83,6 +84,7 @@ impl SandboxBuilder {
             policy: LimitsPolicy::default(),
             max_wasm_stack: DEFAULT_MAX_WASM_STACK,
             epoch_tick: DEFAULT_EPOCH_TICK,
+            memory_images: true,
         }
     }
 
@@ -126,6 +128,19 @@ impl SandboxBuilder {
     /// ```
     pub fn max_wasm_stack(&mut self, bytes: usize) -> &mut Self {
         self.max_wasm_stack = bytes;
+        self
+    }
+
+    /// Whether a fresh instance's memory is mapped copy-on-write from the
+    /// component's pre-initialised image (the default: a Python or JS
+    /// guest's heap of megabytes is not copied per call) or copied in. Off
+    /// only to measure what the images save (`benches/guests.rs`).
+    ///
+    /// ```
+    /// skillhost::SandboxBuilder::new().memory_images(false);
+    /// ```
+    pub fn memory_images(&mut self, on: bool) -> &mut Self {
+        self.memory_images = on;
         self
     }
 
@@ -176,6 +191,8 @@ impl SandboxBuilder {
             .max_wasm_stack(self.max_wasm_stack)
             .async_stack_size(self.max_wasm_stack + (1 << 20))
             .cranelift_opt_level(OptLevel::Speed)
+            // Fresh instances map the memory image copy-on-write.
+            .memory_init_cow(self.memory_images)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;

@@ -1,0 +1,162 @@
+//! Fresh-instance calls of a Rust, a Python and a JavaScript guest, side by
+//! side in one run: `cargo bench -p skillhost --bench guests`.
+//!
+//! Each call gets a fresh instance in a fresh store, as every host call
+//! does. The guests are the examples of `plugins/` built by their own
+//! toolchains (cargo, componentize-py, componentize-js):
+//!
+//! - `rust_*`: `text.word_count` of text-tools;
+//! - `python_*`: `stats.describe` of py-stats (CPython, a pre-initialised
+//!   heap of tens of MiB);
+//! - `js_*`: `slug.make` of js-slug (StarlingMonkey);
+//!
+//! - `python_trivial_*`, `js_trivial_*`: a tool that only answers
+//!   `{"ok": true}` (hostile-py's and hostile-js's `ok`), so what remains is
+//!   the fresh instance and the SDK's dispatch;
+//!
+//! each as `*_fresh_call_p50_us` and `*_p90_us`, with the ratio to the Rust
+//! guest; then the same Python and JS calls with copy-on-write memory
+//! images off (`*_copied_memory_p50_us`: the image copied into each
+//! instance), which is what the images save; and `*_load_cached_ms`, a
+//! load from the compiled-code cache.
+
+use std::time::{Duration, Instant};
+
+use skillhost::{CallOptions, SandboxBuilder, SkillComponent};
+use skillhost_test_plugins as art;
+
+const WARMUP: usize = 50;
+
+struct Guest {
+    name: &'static str,
+    wasm: &'static str,
+    tool: &'static str,
+    args: &'static str,
+    iterations: usize,
+}
+
+const GUESTS: &[Guest] = &[
+    Guest {
+        name: "rust",
+        wasm: art::TEXT_TOOLS_WASM_PATH,
+        tool: "text.word_count",
+        args: r#"{"text":"the quick brown fox"}"#,
+        iterations: 20_000,
+    },
+    Guest {
+        name: "python_trivial",
+        wasm: art::HOSTILE_PY_WASM_PATH,
+        tool: "hostile_py.ok",
+        args: "{}",
+        iterations: 2_000,
+    },
+    Guest {
+        name: "python",
+        wasm: art::PY_STATS_WASM_PATH,
+        tool: "stats.describe",
+        args: r#"{"numbers":[2,4,4,4,5,5,7,9]}"#,
+        iterations: 2_000,
+    },
+    Guest {
+        name: "js_trivial",
+        wasm: art::HOSTILE_JS_WASM_PATH,
+        tool: "hostile_js.ok",
+        args: "{}",
+        iterations: 5_000,
+    },
+    Guest {
+        name: "js",
+        wasm: art::JS_SLUG_WASM_PATH,
+        tool: "slug.make",
+        args: r#"{"text":"Hello, World! WebAssembly skills"}"#,
+        iterations: 5_000,
+    },
+];
+
+fn main() -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let cache = tempfile::tempdir()?;
+    let images = SandboxBuilder::new().cache_dir(cache.path()).build()?;
+    let copied = SandboxBuilder::new()
+        .cache_dir(cache.path())
+        .memory_images(false)
+        .build()?;
+
+    let mut rust_p50 = Duration::ZERO;
+    for g in GUESTS {
+        let wasm = std::fs::read(g.wasm)?;
+        let label = format!("{}@bench", g.name);
+        // The first load compiles and fills the cache; the second is what
+        // every later process pays.
+        images.load(&label, &wasm)?;
+        let started = Instant::now();
+        let component = images.load(&label, &wasm)?;
+        let load = started.elapsed();
+        let samples = rt.block_on(fresh_calls(&component, g, g.iterations))?;
+        let p50 = percentile(&samples, 0.50);
+        if g.name == "rust" {
+            rust_p50 = p50;
+        }
+        line(&format!("{}_fresh_call_p50_us", g.name), us(p50));
+        line(
+            &format!("{}_fresh_call_p90_us", g.name),
+            us(percentile(&samples, 0.90)),
+        );
+        line(&format!("{}_vs_rust", g.name), ratio(p50, rust_p50));
+        line(
+            &format!("{}_load_cached_ms", g.name),
+            format!("{:.1}", load.as_secs_f64() * 1e3),
+        );
+        if g.name != "rust" {
+            let component = copied.load(&label, &wasm)?;
+            let samples = rt.block_on(fresh_calls(&component, g, g.iterations / 4))?;
+            let copied_p50 = percentile(&samples, 0.50);
+            line(&format!("{}_copied_memory_p50_us", g.name), us(copied_p50));
+            line(&format!("{}_images_save", g.name), ratio(copied_p50, p50));
+        }
+    }
+    Ok(())
+}
+
+async fn fresh_calls(
+    component: &SkillComponent,
+    g: &Guest,
+    iterations: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let opts = CallOptions::default();
+    for _ in 0..WARMUP {
+        component.call(g.tool, g.args, &opts).await?;
+    }
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let started = Instant::now();
+        let out = component.call(g.tool, g.args, &opts).await?;
+        samples.push(started.elapsed());
+        std::hint::black_box(out);
+    }
+    Ok(samples)
+}
+
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut s = samples.to_vec();
+    s.sort_unstable();
+    let i = ((s.len() as f64 - 1.0) * p).round() as usize;
+    s.get(i).copied().unwrap_or_default()
+}
+
+fn line(name: &str, value: impl std::fmt::Display) {
+    println!("{name}: {value}");
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+fn ratio(a: Duration, b: Duration) -> String {
+    if b.is_zero() {
+        return "n/a".into();
+    }
+    format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
+}
