@@ -291,3 +291,58 @@ fn install_compiles_once_and_no_call_pays_compilation() {
     }
     assert_eq!(cached(), after_install);
 }
+
+#[test]
+fn sources_add_list_remove_without_editing_settings() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let run = |args: &[&str]| {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let o = skillhost(
+        &data,
+        &["new", "local-one", "--dir", work.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = work.path().join("local-one");
+    assert!(run(&["sources", "list"]).contains("no local skill folders"));
+    // Refused, each with a message naming what was wrong, nothing written.
+    for (arg, words) in [
+        (work.path().join("nowhere"), "no folder"),
+        (work.path().join("data"), "not a skill folder"),
+    ] {
+        let o = skillhost(&data, &["sources", "add", arg.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{}", stderr(&o));
+    }
+    assert!(run(&["sources", "list"]).contains("no local skill folders"));
+    // Added through a relative-looking path with `..`: stored absolute.
+    let roundabout = dir.join("..").join("local-one");
+    let added = run(&["sources", "add", roundabout.to_str().unwrap()]);
+    let canonical = dir.canonicalize().unwrap();
+    assert!(added.contains(canonical.to_str().unwrap()), "{added}");
+    let o = skillhost(&data, &["sources", "add", dir.to_str().unwrap()]);
+    assert!(stderr(&o).contains("a source already"), "{}", stderr(&o));
+    let listed: Vec<PathBuf> = serde_json::from_str(&run(&["sources", "list", "--json"])).unwrap();
+    assert_eq!(listed, vec![canonical.clone()]);
+    // Its skill is listed (local, untrusted) without a restart.
+    let skills = run(&["skills", "list", "--json"]);
+    assert!(skills.contains("\"local-one\""), "{skills}");
+    let settings = std::fs::read_to_string(data.join("settings.json")).unwrap();
+    assert!(settings.contains("skill_dirs"), "{settings}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(data.join("settings.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // Removed; removing again says it is not a source.
+    run(&["sources", "remove", dir.to_str().unwrap()]);
+    let o = skillhost(&data, &["sources", "remove", dir.to_str().unwrap()]);
+    assert!(stderr(&o).contains("is not a source"), "{}", stderr(&o));
+    assert!(!run(&["skills", "list", "--json"]).contains("\"local-one\""));
+    // The folder itself is untouched.
+    assert!(dir.join("skill.yaml").is_file());
+}

@@ -42,6 +42,7 @@ pub(crate) mod runs;
 pub(crate) mod secrets;
 mod servers;
 mod skills;
+mod sources;
 pub(crate) mod tokens;
 pub(crate) mod why;
 

@@ -14,6 +14,7 @@ mod runs;
 mod secrets;
 mod serve;
 mod skills;
+mod sources;
 mod tokens;
 mod tools;
 
@@ -147,6 +148,10 @@ enum Command {
     /// standard input, kept sealed; the skill's code never sees them).
     #[command(subcommand)]
     Secrets(secrets::SecretsCommand),
+    /// Local skill folders loaded on every start (settings.json
+    /// `skill_dirs`): add, remove, list.
+    #[command(subcommand)]
+    Sources(sources::SourcesCommand),
     /// Configure, test and inspect MCP servers (data/mcp_servers.json).
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -424,6 +429,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         Command::Trust(cmd) => skills::trust(&cli.data_dir, cmd).await,
         Command::Skills(cmd) => skills::skills(&cli.data_dir, cmd).await,
         Command::Secrets(cmd) => secrets::secrets(&cli.data_dir, cmd).await,
+        Command::Sources(cmd) => sources::sources(&cli.data_dir, cmd).await,
         Command::Mcp(cmd) => mcp::run(&cli.data_dir, cmd).await,
         Command::Personas(cmd) => personas::personas(&cli.data_dir, cmd).await,
         Command::Grants(cmd) => personas::grants(&cli.data_dir, cmd).await,

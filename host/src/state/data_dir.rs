@@ -191,6 +191,30 @@ impl DataDir {
         })
     }
 
+    /// Writes `settings.json` (mode 0600) through a temporary file and a
+    /// rename: a reader sees the old settings or the new, never half.
+    pub fn save_settings(&self, settings: &Settings) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        let mut text = serde_json::to_string_pretty(settings)?;
+        text.push('\n');
+        let tmp = format!(".{SETTINGS_FILE}.{}.tmp", std::process::id());
+        let _ = self.dir.remove_file(&tmp);
+        let written = (|| -> std::io::Result<()> {
+            let mut f = self.dir.open_with(&tmp, &private_new_file())?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            self.dir.rename(&tmp, &self.dir, SETTINGS_FILE)
+        })();
+        if let Err(e) = written {
+            let _ = self.dir.remove_file(&tmp);
+            anyhow::bail!(
+                "cannot write {}: {e}",
+                self.root.join(SETTINGS_FILE).display()
+            );
+        }
+        Ok(())
+    }
+
     /// Reads `settings.json`; a missing file means defaults, a malformed one
     /// is an error with line and column.
     pub fn settings(&self) -> anyhow::Result<Settings> {
