@@ -78,7 +78,7 @@ pub use registry::{
 pub use skill::builtin::{BuiltinSkill, builtin_skills};
 pub use skill::guest_build::{
     BuildError, COMPONENTIZE_JS_VERSION, COMPONENTIZE_PY_VERSION, GuestLanguage, JS_SDK,
-    PYTHON_SDK, SKILL_WIT, build_skill,
+    PYTHON_SDK, SKILL_WIT, Toolchains, build_skill, build_skill_with,
 };
 pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,

@@ -507,6 +507,8 @@ fn demo_runs_the_whole_path() {
         "support calls text.word_count → ok",
         "→ waiting_approval",
         "approving it again is refused",
+        "→ stats.describe ok, slug.make ok",
+        "hostile_fs.read → {\"passwd\":null,\"root\":[]}",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }

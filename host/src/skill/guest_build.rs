@@ -90,6 +90,31 @@ impl GuestLanguage {
 /// println!("built {}", wasm.display());
 /// ```
 pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
+    build_skill_with(dir, &Toolchains::default())
+}
+
+/// Where the guest toolchains are, when not where [`build_skill`] looks
+/// (the `SKILLHOST_COMPONENTIZE_*` variables, the skill folder, `PATH`).
+///
+/// ```
+/// let tools = skillhost::Toolchains { componentize_py: Some("/opt/cpy/bin/componentize-py".into()), ..Default::default() };
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Toolchains {
+    /// componentize-py, for Python skills.
+    pub componentize_py: Option<PathBuf>,
+    /// componentize-js, for JavaScript skills.
+    pub componentize_js: Option<PathBuf>,
+}
+
+/// [`build_skill`] with toolchains named explicitly (each taking
+/// precedence over where [`build_skill`] looks).
+///
+/// ```no_run
+/// let tools = skillhost::Toolchains { componentize_py: Some("venv/bin/componentize-py".into()), ..Default::default() };
+/// skillhost::build_skill_with(std::path::Path::new("plugins/py-stats"), &tools).unwrap();
+/// ```
+pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
     let fail = |message: String| BuildError::Failed {
         dir: dir.to_path_buf(),
         message,
@@ -116,8 +141,8 @@ pub fn build_skill(dir: &Path) -> Result<PathBuf, BuildError> {
                 .map(|_| ())
                 .map_err(|e| fail(format!("cannot copy {}: {e}", artifact.display())))
         }),
-        Some(GuestLanguage::Python) => build_python(dir, &tmp, &fail),
-        Some(GuestLanguage::JavaScript) => build_js(dir, &tmp, &fail),
+        Some(GuestLanguage::Python) => build_python(dir, &tmp, tools, &fail),
+        Some(GuestLanguage::JavaScript) => build_js(dir, &tmp, tools, &fail),
         None => Err(fail(
             "no guest to build: a skill folder has a `Cargo.toml` (Rust), an `app.py` (Python) \
              or an `app.js` (JavaScript); `skillhost new NAME --lang rust|python|js` makes one"
@@ -228,9 +253,12 @@ fn build_rust(dir: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<PathBuf
     Ok(artifact)
 }
 
-/// Finds a toolchain program: `env` if set, else `local` (inside the skill
-/// folder), else `name` on `PATH`.
-fn find_tool(env: &str, local: &Path, name: &str) -> Option<PathBuf> {
+/// Finds a toolchain program: `explicit` if given, else `env` if set, else
+/// `local` (inside the skill folder), else `name` on `PATH`.
+fn find_tool(explicit: Option<&PathBuf>, env: &str, local: &Path, name: &str) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.clone());
+    }
     if let Some(p) = std::env::var_os(env) {
         return Some(PathBuf::from(p));
     }
@@ -278,9 +306,11 @@ fn scratch(sdk_name: &str, sdk: &str) -> std::io::Result<tempfile::TempDir> {
 fn build_python(
     dir: &Path,
     out: &Path,
+    tools: &Toolchains,
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<(), BuildError> {
     let Some(tool) = find_tool(
+        tools.componentize_py.as_ref(),
         "SKILLHOST_COMPONENTIZE_PY",
         &dir.join(".venv/bin/componentize-py"),
         "componentize-py",
@@ -307,8 +337,14 @@ fn build_python(
     run(cmd, &format!("componentize-py ({})", tool.display()), fail)
 }
 
-fn build_js(dir: &Path, out: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<(), BuildError> {
+fn build_js(
+    dir: &Path,
+    out: &Path,
+    tools: &Toolchains,
+    fail: &dyn Fn(String) -> BuildError,
+) -> Result<(), BuildError> {
     let Some(tool) = find_tool(
+        tools.componentize_js.as_ref(),
         "SKILLHOST_COMPONENTIZE_JS",
         &dir.join("node_modules/.bin/componentize-js"),
         "componentize-js",

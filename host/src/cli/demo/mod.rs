@@ -2,6 +2,7 @@
 
 mod host;
 mod mcp;
+mod polyglot;
 mod reach;
 mod serve;
 
@@ -333,6 +334,20 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
             println!("  → {result}");
         }
         Err(e) => failures.push(format!("reach: {e:#}")),
+    }
+
+    println!(
+        "\n10. Skills in Python and JavaScript: built by componentize-py and componentize-js, checked, signed, installed, called"
+    );
+    match plugins_dir() {
+        Some(plugins) => match polyglot::run(&sandbox, &plugins, &scratch.join("polyglot")).await {
+            Ok(result) => {
+                ok += 1;
+                println!("  → {result}");
+            }
+            Err(e) => failures.push(format!("polyglot: {e:#}")),
+        },
+        None => println!("  skipped: needs the example sources next to this binary"),
     }
     let _ = std::fs::remove_dir_all(&scratch);
 
