@@ -244,11 +244,14 @@ fn build_places_the_component_and_call_uses_it() {
 }
 
 #[test]
-fn build_without_a_crate_is_a_clear_error() {
+fn build_without_a_guest_is_a_clear_error() {
     let data = tempfile::tempdir().unwrap();
     let folder = skill_folder(art::JSON_TOOLS_DIR, art::JSON_TOOLS_WASM_PATH);
     let o = skillhost(data.path(), &["build", folder.path().to_str().unwrap()]);
-    assert_one_line_failure(&o, &["no Cargo.toml"]);
+    assert_one_line_failure(
+        &o,
+        &["no guest to build", "`Cargo.toml`", "`app.py`", "`app.js`"],
+    );
 }
 
 #[test]
