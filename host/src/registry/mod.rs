@@ -132,6 +132,11 @@ pub struct ToolSpec {
     /// JSON Schema of the result, if declared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Whether the tool may reach beyond the host (MCP's `openWorldHint`):
+    /// every MCP server's tool, and a skill's when it declares
+    /// `permissions.network`.
+    #[serde(skip)]
+    pub open_world: bool,
 }
 
 /// Two sources claiming one tool name, and which one the rule kept.
@@ -516,6 +521,7 @@ impl Registry {
                     description: t.description.clone(),
                     input_schema,
                     output_schema: t.output_schema.clone(),
+                    open_world: !m.permissions.network.is_empty(),
                 }),
                 input,
                 output,
@@ -572,6 +578,7 @@ impl Registry {
                     description: t.tool.description.clone(),
                     input_schema: t.tool.input_schema.clone(),
                     output_schema: t.tool.output_schema.clone(),
+                    open_world: true,
                 }),
                 input,
                 output,

@@ -435,7 +435,6 @@ fn progress_sink(context: &RequestContext<RoleServer>) -> Option<mpsc::Unbounded
 }
 
 fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
-    let skill = spec.provider.is_skill();
     let mut tool = json!({
         "name": spec.name,
         "description": spec.description,
@@ -443,9 +442,10 @@ fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
         "annotations": {
             "readOnlyHint": !spec.mutates_data,
             "destructiveHint": spec.mutates_data,
-            // Skills run sandboxed with no network; MCP servers reach
-            // whatever they reach.
-            "openWorldHint": !skill,
+            // A skill reaches the world only through the origins its
+            // `permissions.network` declares; MCP servers reach whatever
+            // they reach.
+            "openWorldHint": spec.open_world,
         },
     });
     if let Some(out) = &spec.output_schema {
@@ -862,6 +862,7 @@ mod tests {
             description: "d".into(),
             input_schema: json!({"type": "object"}),
             output_schema: Some(json!({"type": "object"})),
+            open_world: !server.starts_with("skill:"),
         }
     }
 
@@ -899,6 +900,10 @@ mod tests {
         let v = serde_json::to_value(&t).expect("json");
         assert_eq!(v["annotations"]["readOnlyHint"], false);
         assert_eq!(v["annotations"]["destructiveHint"], true);
+        assert_eq!(v["annotations"]["openWorldHint"], true);
+        let mut networked = spec("weather.now", "skill:weather", false);
+        networked.open_world = true;
+        let v = serde_json::to_value(mcp_tool(&networked).expect("tool")).expect("json");
         assert_eq!(v["annotations"]["openWorldHint"], true);
     }
 
