@@ -137,6 +137,15 @@ fn rust_skill_vendors_its_sdk_and_names_no_local_path() {
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
+    let toolchain = std::fs::read_to_string(dir.join("rust-toolchain.toml")).unwrap();
+    let pinned = std::fs::read_to_string(repo().join("rust-toolchain.toml")).unwrap();
+    let channel = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("channel"))
+            .map(str::to_string)
+    };
+    assert_eq!(channel(&toolchain), channel(&pinned), "{toolchain}");
+    assert!(toolchain.contains("wasm32-wasip2"), "{toolchain}");
     let sdk = std::fs::read_to_string(dir.join("sdk/skillhost-guest/Cargo.toml")).unwrap();
     assert!(!sdk.contains(".workspace"), "{sdk}");
     assert!(sdk.contains("rust-version = \"1.95\""), "{sdk}");

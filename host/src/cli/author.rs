@@ -42,6 +42,18 @@ fn rust_sdk_manifest() -> String {
         )
 }
 
+/// The Rust toolchain this checkout pins (`rust-toolchain.toml`), which
+/// the guest SDK is built and tested with.
+fn toolchain_channel() -> &'static str {
+    include_str!("../../../rust-toolchain.toml")
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("channel"))
+        .and_then(|rest| rest.trim().strip_prefix('='))
+        .map(|v| v.trim().trim_matches('"'))
+        .filter(|v| !v.is_empty())
+        .unwrap_or(env!("CARGO_PKG_RUST_VERSION"))
+}
+
 /// The language of a new skill (`skillhost new --lang`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum Lang {
@@ -169,11 +181,14 @@ skill! {{
             for (path, text) in RUST_SDK_FILES {
                 files.push(((*path).into(), (*text).into()));
             }
-            // rustup installs the wasm target itself for a folder that
-            // names it.
+            // The toolchain the SDK is built and tested with; rustup
+            // installs the wasm target itself for a folder that names it.
             files.push((
                 "rust-toolchain.toml".into(),
-                "[toolchain]\nchannel = \"stable\"\ntargets = [\"wasm32-wasip2\"]\n".into(),
+                format!(
+                    "[toolchain]\nchannel = \"{}\"\ntargets = [\"wasm32-wasip2\"]\n",
+                    toolchain_channel()
+                ),
             ));
             files.push((".gitignore".into(), "target/\n*.wasm\n".into()));
         }
