@@ -33,22 +33,25 @@ fn load(dir: &str, wasm: &str) -> Skill {
     Skill::from_parts(sandbox(), manifest, Some(&bytes)).unwrap_or_else(|e| panic!("{dir}: {e}"))
 }
 
+/// The four plugins of the suite, each loaded once.
 fn skill(which: &str) -> &'static Skill {
-    static PY_STATS: OnceLock<Skill> = OnceLock::new();
-    static JS_SLUG: OnceLock<Skill> = OnceLock::new();
-    static HOSTILE_PY: OnceLock<Skill> = OnceLock::new();
-    static HOSTILE_JS: OnceLock<Skill> = OnceLock::new();
-    match which {
-        "py-stats" => PY_STATS.get_or_init(|| load(art::PY_STATS_DIR, art::PY_STATS_WASM_PATH)),
-        "js-slug" => JS_SLUG.get_or_init(|| load(art::JS_SLUG_DIR, art::JS_SLUG_WASM_PATH)),
-        "hostile-py" => {
-            HOSTILE_PY.get_or_init(|| load(art::HOSTILE_PY_DIR, art::HOSTILE_PY_WASM_PATH))
-        }
-        "hostile-js" => {
-            HOSTILE_JS.get_or_init(|| load(art::HOSTILE_JS_DIR, art::HOSTILE_JS_WASM_PATH))
-        }
-        other => panic!("no skill {other}"),
-    }
+    static SKILLS: OnceLock<Vec<(&'static str, Skill)>> = OnceLock::new();
+    let skills = SKILLS.get_or_init(|| {
+        [
+            ("py-stats", art::PY_STATS_DIR, art::PY_STATS_WASM_PATH),
+            ("js-slug", art::JS_SLUG_DIR, art::JS_SLUG_WASM_PATH),
+            ("hostile-py", art::HOSTILE_PY_DIR, art::HOSTILE_PY_WASM_PATH),
+            ("hostile-js", art::HOSTILE_JS_DIR, art::HOSTILE_JS_WASM_PATH),
+        ]
+        .into_iter()
+        .map(|(name, dir, wasm)| (name, load(dir, wasm)))
+        .collect()
+    });
+    skills
+        .iter()
+        .find(|(name, _)| *name == which)
+        .map(|(_, s)| s)
+        .unwrap_or_else(|| panic!("no skill {which}"))
 }
 
 async fn ok(which: &str, tool: &str, args: Value) -> Value {
@@ -181,19 +184,26 @@ async fn a_tool_the_component_lacks_is_not_implemented_not_invalid_input() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_python_is_contained() {
-    let h = "hostile-py";
-    for (tool, reason) in [
-        ("hostile_py.spin", TrapReason::Fuel),
-        ("hostile_py.alloc", TrapReason::Memory),
-    ] {
-        match failure(h, tool, json!({})).await {
+/// `PREFIX.spin` ends by fuel and `PREFIX.alloc` at the memory cap, as the
+/// Rust hostile plugin does, and `PREFIX.ok` answers after each.
+async fn endless_loop_and_allocation_trap(h: &str, prefix: &str) {
+    for (tool, reason) in [("spin", TrapReason::Fuel), ("alloc", TrapReason::Memory)] {
+        let tool = format!("{prefix}.{tool}");
+        match failure(h, &tool, json!({})).await {
             CallFailure::Trapped { reason: r, .. } => assert_eq!(r, reason, "{tool}"),
             other => panic!("{tool}: {other:?}"),
         }
-        assert_eq!(ok(h, "hostile_py.ok", json!({})).await, json!({"ok": true}));
+        assert_eq!(
+            ok(h, &format!("{prefix}.ok"), json!({})).await,
+            json!({"ok": true})
+        );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_python_is_contained() {
+    let h = "hostile-py";
+    endless_loop_and_allocation_trap(h, "hostile_py").await;
     // An empty filesystem: nothing to read, nothing listed.
     let seen = ok(h, "hostile_py.read_file", json!({})).await;
     assert!(seen["passwd"].is_null(), "{seen}");
@@ -225,16 +235,7 @@ async fn hostile_python_is_contained() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_javascript_is_contained() {
     let h = "hostile-js";
-    for (tool, reason) in [
-        ("hostile_js.spin", TrapReason::Fuel),
-        ("hostile_js.alloc", TrapReason::Memory),
-    ] {
-        match failure(h, tool, json!({})).await {
-            CallFailure::Trapped { reason: r, .. } => assert_eq!(r, reason, "{tool}"),
-            other => panic!("{tool}: {other:?}"),
-        }
-        assert_eq!(ok(h, "hostile_js.ok", json!({})).await, json!({"ok": true}));
-    }
+    endless_loop_and_allocation_trap(h, "hostile_js").await;
     // fetch without permissions.network: whatever the engine does with the
     // request, it never reaches the server, and any request it sends is
     // recorded as refused for having no network.

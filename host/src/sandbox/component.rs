@@ -290,11 +290,11 @@ impl SkillComponent {
         let caps = self.inner.capabilities;
         let reach = CallReach {
             // Without network access every request is refused (and recorded).
-            outbound: Some(OutboundHooks::new(
+            outbound: OutboundHooks::new(
                 opts.outbound.clone().filter(|_| caps.network),
                 opts.limits.outbound,
                 deadline,
-            )),
+            ),
             assets: opts.assets.clone().filter(|_| caps.assets),
             redact: opts.redact.clone(),
         };

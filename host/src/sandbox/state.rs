@@ -228,11 +228,11 @@ pub(crate) struct CallState {
     pub host_trap: Option<HostTrap>,
     /// Keeps the epoch ticker running while this call's store lives.
     pub ticking: Option<super::ticker::Ticking>,
-    /// `wasi:http` state; only used when the component was linked to it.
+    /// `wasi:http` state.
     http: wasmtime_wasi_http::WasiHttpCtx,
     /// The send hook and records of outbound requests; without network
     /// access it refuses every request (and records each refusal).
-    outbound: Option<OutboundHooks>,
+    outbound: OutboundHooks,
     /// Secret values redacted from the guest's log lines and stdio.
     pub redact: Arc<[String]>,
 }
@@ -243,8 +243,9 @@ pub(crate) const ASSETS_GUEST_PATH: &str = "/assets";
 /// What a call may reach beyond computing: set from the component's
 /// capabilities and the call's options.
 pub(crate) struct CallReach {
-    /// The send hook, for a component with network access.
-    pub outbound: Option<OutboundHooks>,
+    /// The send hook: the call's allowed origins, or none (every request
+    /// refused) for a component without network access.
+    pub outbound: OutboundHooks,
     /// A folder preopened read-only at [`ASSETS_GUEST_PATH`].
     pub assets: Option<std::path::PathBuf>,
     /// Secret values redacted from the guest's log lines and stdio.
@@ -311,10 +312,7 @@ impl CallState {
 
     /// The records of the outbound requests made so far.
     pub fn outbound_records(&self) -> Vec<OutboundRecord> {
-        self.outbound
-            .as_ref()
-            .map(OutboundHooks::records)
-            .unwrap_or_default()
+        self.outbound.records()
     }
 
     /// Counts bytes the guest passes to the host; traps past the cap.
@@ -352,15 +350,10 @@ impl wasmtime_wasi_io::IoView for CallState {
 
 impl wasmtime_wasi_http::WasiHttpView for CallState {
     fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
-        let deadline = self.deadline;
-        let hooks = self.outbound.get_or_insert_with(|| {
-            // Not reached: every call's state gets hooks. Refuse everything.
-            OutboundHooks::new(None, crate::limits::OutboundLimits::default(), deadline)
-        });
         wasmtime_wasi_http::WasiHttpCtxView {
             ctx: &mut self.http,
             table: &mut self.table,
-            hooks,
+            hooks: &mut self.outbound,
         }
     }
 }

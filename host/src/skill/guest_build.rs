@@ -163,8 +163,8 @@ pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, Build
     Ok(dest)
 }
 
-/// The `wasm32-wasip2` target's library folder for the toolchain `dir`
-/// builds with, or why it cannot be told.
+/// Whether the toolchain `dir` builds with has the `wasm32-wasip2` target
+/// (its library folder in the sysroot); `None` when rustc cannot tell.
 fn wasip2_installed(dir: &Path) -> Option<bool> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let out = Command::new(rustc)
