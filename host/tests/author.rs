@@ -234,11 +234,26 @@ fn install_compiles_once_and_no_call_pays_compilation() {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let bundle = work.path().join("py.skill");
+    // plugins/py-stats with the component the test artifacts built from it.
+    let skill = work.path().join("py-stats");
+    std::fs::create_dir(&skill).unwrap();
+    for f in ["skill.yaml", "app.py"] {
+        std::fs::copy(
+            Path::new(skillhost_test_plugins::PY_STATS_DIR).join(f),
+            skill.join(f),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        skillhost_test_plugins::PY_STATS_WASM_PATH,
+        skill.join("py_stats.wasm"),
+    )
+    .unwrap();
     let o = run_with_toolchains(
         &work.path().join("pack-data"),
         &[
             "pack",
-            repo().join("plugins/py-stats").to_str().unwrap(),
+            skill.to_str().unwrap(),
             "--no-check",
             "--out",
             bundle.to_str().unwrap(),
