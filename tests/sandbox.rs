@@ -643,11 +643,39 @@ async fn hostile_net_loads_and_every_socket_operation_is_refused() {
     assert_eq!(words.output["words"], 2);
 }
 
+/// A component built against `skillhost:plugin@0.1.0` (before
+/// `host.progress`) still loads and runs on the host implementing 0.1.1:
+/// `text-tools` with its imports and exports renamed to 0.1.0, as an older
+/// SDK built it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_built_against_an_older_plugin_version_still_runs() {
+    let wasm = renamed_in(
+        renamed_import("skillhost:plugin/host@0.1.1", "skillhost:plugin/host@0.1.0"),
+        "skillhost:plugin/tools@0.1.1",
+        "skillhost:plugin/tools@0.1.0",
+    );
+    let sb = SandboxBuilder::new().build().unwrap();
+    let c = sb.load("old-text-tools@0.1.0", &wasm).unwrap();
+    let out = c
+        .call(
+            "text.word_count",
+            r#"{"text": "one two three"}"#,
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.output["words"], 3);
+}
+
 /// `text-tools` with every occurrence of `from` renamed to `to` (same
 /// length): still a valid component, now importing `to`.
 fn renamed_import(from: &str, to: &str) -> Vec<u8> {
+    renamed_in(read_component(art::TEXT_TOOLS_WASM_PATH), from, to)
+}
+
+/// `wasm` with every occurrence of `from` renamed to `to` (same length).
+fn renamed_in(mut wasm: Vec<u8>, from: &str, to: &str) -> Vec<u8> {
     assert_eq!(from.len(), to.len());
-    let mut wasm = read_component(art::TEXT_TOOLS_WASM_PATH);
     let mut hits = 0;
     let mut i = 0;
     while i + from.len() <= wasm.len() {
@@ -659,7 +687,7 @@ fn renamed_import(from: &str, to: &str) -> Vec<u8> {
             i += 1;
         }
     }
-    assert!(hits > 0, "`{from}` not found in text-tools");
+    assert!(hits > 0, "`{from}` not found in the component");
     wasm
 }
 
@@ -671,8 +699,10 @@ async fn an_import_outside_wasi_and_our_wit_is_refused_before_compiling() {
         .build()
         .unwrap();
     for (from, to) in [
-        ("skillhost:plugin/host@0.1.0", "skillhost:plugin/hoss@0.1.0"),
-        ("skillhost:plugin/host@0.1.0", "skillhost:plugin/host@0.9.0"),
+        ("skillhost:plugin/host@0.1.1", "skillhost:plugin/hoss@0.1.1"),
+        ("skillhost:plugin/host@0.1.1", "skillhost:plugin/host@0.9.0"),
+        // Newer than the host implements: it may import what we lack.
+        ("skillhost:plugin/host@0.1.1", "skillhost:plugin/host@0.1.7"),
     ] {
         let wasm = renamed_import(from, to);
         let e = sb
@@ -1241,4 +1271,57 @@ async fn compiled_code_cache_is_used_and_corruption_is_discarded() {
         .filter(|n| n.starts_with(".tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A guest flooding `host.progress` and `host.log`: the caller gets at most
+/// `MAX_CALL_NOTICES` notices, progress only forwards and finite, log lines
+/// escaped; the call itself completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_progress_and_log_lines_reaches_the_caller_bounded_and_clean() {
+    let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel();
+    let (ltx, mut lrx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CallOptions {
+        progress: Some(ptx),
+        log: Some(skillhost::LogSink {
+            min: skillhost::GuestLogLevel::Info,
+            lines: ltx,
+        }),
+        ..Default::default()
+    };
+    let hostile = &shared().hostile;
+    let component = hostile.component().expect("hostile has a component");
+    let out = component
+        .call("hostile.notice_flood", r#"{"count": 5000}"#, &opts)
+        .await
+        .unwrap();
+    assert_eq!(out.output, json!(5000));
+    let progress: Vec<_> = std::iter::from_fn(|| prx.try_recv().ok()).collect();
+    let lines: Vec<_> = std::iter::from_fn(|| lrx.try_recv().ok()).collect();
+    assert_eq!(progress.len() + lines.len(), skillhost::MAX_CALL_NOTICES);
+    assert!(!progress.is_empty() && !lines.is_empty());
+    let mut last = f64::NEG_INFINITY;
+    for p in &progress {
+        assert!(p.progress.is_finite() && p.progress >= last, "{p:?}");
+        assert!(p.total.is_none_or(f64::is_finite), "{p:?}");
+        last = p.progress;
+        if let Some(m) = &p.message {
+            assert!(!m.chars().any(char::is_control), "{m:?}");
+        }
+    }
+    for l in &lines {
+        assert!(l.skill.starts_with("hostile@"), "{}", l.skill);
+        assert_eq!(l.level, skillhost::GuestLogLevel::Error);
+        assert!(!l.message.chars().any(char::is_control), "{:?}", l.message);
+        assert!(l.message.starts_with("line "), "{:?}", l.message);
+    }
+    // Without sinks the same flood costs the caller nothing and still runs.
+    let out = component
+        .call(
+            "hostile.notice_flood",
+            r#"{"count": 100}"#,
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.output, json!(100));
 }

@@ -25,7 +25,8 @@ import {
   invoke as hostInvoke,
   config as hostConfig,
   readRef as hostReadRef,
-} from "skillhost:plugin/host@0.1.0";
+  progress as hostProgress,
+} from "skillhost:plugin/host@0.1.1";
 
 /** Why a tool call did not produce a result; the message reaches the caller. */
 export class ToolError extends Error {
@@ -124,6 +125,20 @@ export function readRefAll(ref, limit = 16 * 1024 * 1024) {
     at += c.length;
   }
   return out;
+}
+
+/**
+ * Reports how far this call has got: `done` so far, out of `total` when
+ * known. The caller sees it when it asked for progress (an MCP client's
+ * `progressToken`); otherwise the host drops it. Report increasing values;
+ * a lower one than the last is dropped.
+ */
+export function progress(done, total, message) {
+  hostProgress(
+    Number(done),
+    total === undefined || total === null ? null : Number(total),
+    message === undefined || message === null ? null : String(message),
+  );
 }
 
 /** Log lines to the host's log, attributed to this skill and call. */

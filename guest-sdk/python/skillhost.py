@@ -52,6 +52,7 @@ __all__ = [
     "config",
     "read_ref",
     "read_ref_all",
+    "progress",
     "log",
 ]
 
@@ -139,6 +140,18 @@ def read_ref_all(ref: str, limit: int = 16 * 1024 * 1024) -> bytes:
         out += chunk
         if len(out) > limit:
             raise InvalidInput(f"reference `{ref}` is larger than {limit} bytes")
+
+
+def progress(done: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
+    """Reports how far this call has got: ``done`` so far, out of ``total``
+    when known. The caller sees it when it asked for progress (an MCP
+    client's ``progressToken``); otherwise the host drops it. Report
+    increasing values; a lower one than the last is dropped."""
+    _host.progress(
+        float(done),
+        None if total is None else float(total),
+        None if message is None else str(message),
+    )
 
 
 class _Log:

@@ -141,6 +141,20 @@ pub fn read_ref(reference: &str, offset: u64, len: u32) -> Result<Vec<u8>, ToolE
     bindings::skillhost::plugin::host::read_ref(reference, offset, len)
 }
 
+/// Reports how far this call has got: `progress` so far, out of `total`
+/// when known. The caller sees it when it asked for progress (an MCP
+/// client's `progressToken`); otherwise the host drops it. Report
+/// increasing values; a lower one than the last is dropped.
+///
+/// ```ignore
+/// for (i, page) in pages.iter().enumerate() {
+///     skillhost_guest::progress(i as f64, Some(pages.len() as f64), Some("fetching pages"));
+/// }
+/// ```
+pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
+    bindings::skillhost::plugin::host::progress(progress, total, message)
+}
+
 #[cfg(feature = "http")]
 pub mod http;
 

@@ -650,6 +650,14 @@ impl replica::skillhost::plugin::host::Host for State {
     ) -> wasmtime::Result<Result<Vec<u8>, ToolError>> {
         Ok(Err(ToolError::Denied(reference)))
     }
+    fn progress(
+        &mut self,
+        _progress: f64,
+        _total: Option<f64>,
+        _message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        Ok(())
+    }
 }
 
 /// The WASI subset the host links (see `add_wasi_subset` in the host).

@@ -76,6 +76,7 @@ pub use registry::{
 
 // Skills: manifests, schemas, loaded skills, built-ins, the guest build.
 pub use skill::builtin::{BuiltinSkill, builtin_skills};
+pub use skill::content::ResultKind;
 pub use skill::guest_build::{
     BuildError, COMPONENTIZE_JS_VERSION, COMPONENTIZE_PY_VERSION, GuestLanguage, JS_SDK,
     PYTHON_SDK, SKILL_WIT, Toolchains, build_skill, build_skill_with,
@@ -103,16 +104,17 @@ pub use limits::{
     DEFAULT_OUTBOUND_MAX_REQUESTS, DEFAULT_OUTBOUND_MAX_RESPONSE_BODY_BYTES,
     DEFAULT_OUTBOUND_MAX_RESPONSE_HEADER_BYTES, DEFAULT_OUTBOUND_REQUEST_TIMEOUT, DEFAULT_TIMEOUT,
     HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, HTTP_MAX_CONNECTIONS,
-    HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy, LimitsRequest, MAX_ORIGINS,
-    MAX_SECRET_BYTES, MAX_SECRETS, MCP_MAX_LISTEN_STREAMS, MCP_MAX_SESSIONS,
-    MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, OutboundLimits,
+    HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy, LimitsRequest,
+    MAX_CALL_NOTICES, MAX_CONTENT_BLOCKS, MAX_ORIGINS, MAX_SECRET_BYTES, MAX_SECRETS,
+    MCP_MAX_LISTEN_STREAMS, MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE,
+    OutboundLimits,
 };
 pub use sandbox::{
     AddressClass, CallError, CallFailure, CallOptions, CallOutput, Capabilities, DenyReason,
-    InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind,
-    MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome,
-    OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme, SecretHeader, SecretValue,
-    SkillComponent, ToolError, TrapReason,
+    GuestLogLevel, GuestLogLine, InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker,
+    LoadError, LoadErrorKind, LogSink, MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound,
+    OutboundLimit, OutboundOutcome, OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme,
+    SecretHeader, SecretValue, SkillComponent, ToolError, TrapReason,
 };
 
 // State: the data dir and its records.

@@ -131,6 +131,17 @@ pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// hostile one could otherwise create millions and grow host memory.
 pub const MAX_RESOURCE_HANDLES: usize = 4096;
 
+/// Most content blocks one `result: content` tool result may hold: 64. A
+/// result is a handful of blocks (text, an image, a resource); the output
+/// cap bounds their bytes, this their count.
+pub const MAX_CONTENT_BLOCKS: usize = 64;
+
+/// Most progress reports and log lines one call passes to its caller: 256.
+/// A progress bar needs a few dozen and a chatty skill a few hundred lines;
+/// past this a loop of `host.progress` or `host.log` would flood the
+/// caller's MCP stream, so the rest are dropped (the host's log says so).
+pub const MAX_CALL_NOTICES: usize = 256;
+
 /// How much of a call's stdout and of its stderr is kept for the log and
 /// the result: 16 KiB each (the rest is counted, not kept). Enough for a
 /// panic message or a traceback; a flood costs nothing.

@@ -31,6 +31,7 @@ use crate::registry::{Entry, Provider, Registry};
 use crate::sandbox::{
     CallFailure, CallOptions, Invoker, OutboundRecord, RefReader, ToolError, TrapReason,
 };
+use crate::skill::content::ResultKind;
 use crate::skill::{Skill, SkillError};
 use crate::state::refs::RefBlobs;
 use crate::state::runs::{Approval, HostEvent, Outcome, RunRow, new_run_id, now_ms};
@@ -77,7 +78,7 @@ impl Caller {
 /// How to make one call, beyond the tool and its arguments.
 ///
 /// `CallRequest::default()`: no refs, the tool's own limits, confirmation
-/// required where the tool asks for it, not cancellable, progress dropped.
+/// required where the tool asks for it, not cancellable, progress and log lines dropped.
 ///
 /// ```
 /// let req = skillhost::CallRequest { confirmed: true, ..Default::default() };
@@ -93,9 +94,12 @@ pub struct CallRequest {
     pub confirmed: bool,
     /// Cancels the call: interrupts the WASM call or cancels the MCP request.
     pub cancel: Option<CancellationToken>,
-    /// Receives the progress notifications an MCP server sends while it
-    /// works on the call (skill tools report none).
+    /// Receives the progress an MCP server or a skill (`host.progress`)
+    /// reports while it works on the call.
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
+    /// Receives a skill's log lines at or above a level (they reach the
+    /// host's log either way); `None`: the host's log only.
+    pub log: Option<crate::LogSink>,
 }
 
 /// What a tool returned.
@@ -704,6 +708,8 @@ impl HostInner {
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
+            progress: req.progress.clone(),
+            log: req.log.clone(),
         };
         let call = skill.run_validated(&entry.spec.tool, args, &opts);
         let result = match &req.cancel {
@@ -714,13 +720,39 @@ impl HostInner {
             None => call.await,
         };
         match result {
-            Ok(out) => Executed {
-                outcome: Outcome::Ok,
-                output: Some(RunOutput::Skill(out.output)),
-                error: None,
-                trap: None,
-                outbound: out.outbound,
-            },
+            Ok(out) => {
+                let content = skill
+                    .manifest()
+                    .tools
+                    .iter()
+                    .any(|t| t.name == entry.spec.tool && t.result == ResultKind::Content);
+                let output = if content {
+                    match crate::skill::content::blocks(out.output) {
+                        Ok(blocks) => RunOutput::Mcp(CallToolResult::success(blocks)),
+                        Err(e) => {
+                            return Executed {
+                                outcome: Outcome::Error,
+                                output: None,
+                                error: Some(format!(
+                                    "the result of `{}` is not valid content: {e}",
+                                    entry.spec.name
+                                )),
+                                trap: None,
+                                outbound: out.outbound,
+                            };
+                        }
+                    }
+                } else {
+                    RunOutput::Skill(out.output)
+                };
+                Executed {
+                    outcome: Outcome::Ok,
+                    output: Some(output),
+                    error: None,
+                    trap: None,
+                    outbound: out.outbound,
+                }
+            }
             Err(e) => {
                 let message = e.to_string();
                 let (outcome, trap) = match &e.failure {

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use super::GuestLogLevel;
 use super::invoke::{InvokeRequest, MAX_INVOKE_DEPTH};
 use super::outcome::ToolError;
 use super::state::CallState;
@@ -45,6 +46,19 @@ impl From<ToolError> for WitToolError {
 
 impl skillhost::plugin::types::Host for CallState {}
 
+fn guest_level(level: LogLevel) -> GuestLogLevel {
+    match level {
+        LogLevel::Trace => GuestLogLevel::Trace,
+        LogLevel::Debug => GuestLogLevel::Debug,
+        LogLevel::Info => GuestLogLevel::Info,
+        LogLevel::Warn => GuestLogLevel::Warn,
+        LogLevel::Error => GuestLogLevel::Error,
+    }
+}
+
+/// Longest progress message kept, in bytes; longer ones are cut.
+const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
+
 impl skillhost::plugin::host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
         self.charge_hostward(message.len())?;
@@ -54,6 +68,7 @@ impl skillhost::plugin::host::Host for CallState {
             false,
         );
         let (skill, tool) = (&*self.identity.skill, &*self.identity.tool);
+        self.notices.log(guest_level(level), skill, &message);
         match level {
             LogLevel::Trace => {
                 tracing::trace!(target: "skillhost::guest", skill, tool, "{message}")
@@ -131,5 +146,27 @@ impl skillhost::plugin::host::Host for CallState {
             self.charge_hostward(bytes.len())?;
         }
         Ok(result.map_err(WitToolError::from))
+    }
+
+    fn progress(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> wasmtime::Result<()> {
+        self.charge_hostward(message.as_ref().map_or(0, String::len) + 16)?;
+        if !self.notices.wants_progress() {
+            return Ok(());
+        }
+        let message = message.map(|m| {
+            escape_control(
+                &crate::escape::redact(&self.redact, &m),
+                MAX_PROGRESS_MESSAGE_BYTES,
+                false,
+            )
+        });
+        let skill = self.identity.skill.clone();
+        self.notices.progress(&skill, progress, total, message);
+        Ok(())
     }
 }

@@ -97,6 +97,11 @@ pub struct CallOptions {
     /// first). A guest handed a secret back by an API it called cannot log
     /// it out.
     pub redact: Arc<[String]>,
+    /// Receives the call's `host.progress` reports; `None` drops them.
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<skillhost_mcp::Progress>>,
+    /// Receives the call's log lines at or above its level (they go to the
+    /// host's log either way); `None` sends them only to the host's log.
+    pub log: Option<super::LogSink>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -109,6 +114,8 @@ impl fmt::Debug for CallOptions {
             .field("outbound", &self.outbound)
             .field("assets", &self.assets.is_some())
             .field("redact", &self.redact.len())
+            .field("progress", &self.progress.is_some())
+            .field("log", &self.log.as_ref().map(|l| l.min))
             .finish()
     }
 }
@@ -297,6 +304,7 @@ impl SkillComponent {
             ),
             assets: opts.assets.clone().filter(|_| caps.assets),
             redact: opts.redact.clone(),
+            notices: super::Notices::new(opts.progress.clone(), opts.log.clone()),
         };
         let identity = CallIdentity {
             skill: self.inner.label.clone(),

@@ -86,8 +86,13 @@ fn split_version(name: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// The newest `skillhost:plugin` version this host implements (`wit/skill.wit`).
+const PLUGIN_PATCH: u64 = 1;
+
 /// Whether `version` is in the line this host implements for the package:
-/// WASI 0.2.x and skillhost:plugin 0.1.x.
+/// WASI 0.2.x, and skillhost:plugin 0.1.x up to the version the host
+/// implements (a component built against a newer one may import functions
+/// this host lacks).
 fn supported_version(interface: &str, version: Option<&str>) -> bool {
     let Some(v) = version.and_then(|v| semver::Version::parse(v).ok()) else {
         return false;
@@ -95,7 +100,7 @@ fn supported_version(interface: &str, version: Option<&str>) -> bool {
     if interface.starts_with("wasi:") {
         v.major == 0 && v.minor == 2
     } else {
-        v.major == 0 && v.minor == 1
+        v.major == 0 && v.minor == 1 && v.patch <= PLUGIN_PATCH && v.pre.is_empty()
     }
 }
 
@@ -216,6 +221,8 @@ mod tests {
         assert!(!supported_version("wasi:io/streams", Some("0.3.0")));
         assert!(!supported_version("wasi:io/streams", None));
         assert!(supported_version("skillhost:plugin/host", Some("0.1.0")));
+        assert!(supported_version("skillhost:plugin/host", Some("0.1.1")));
+        assert!(!supported_version("skillhost:plugin/host", Some("0.1.2")));
         assert!(!supported_version("skillhost:plugin/host", Some("1.0.0")));
     }
 

@@ -10,6 +10,7 @@ mod cache;
 mod component;
 mod imports;
 mod invoke;
+mod notices;
 mod outbound;
 mod outcome;
 mod state;
@@ -25,6 +26,8 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllo
 pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
 pub use imports::Capabilities;
 pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefReader};
+pub(crate) use notices::Notices;
+pub use notices::{GuestLogLevel, GuestLogLine, LogSink};
 pub use outbound::{
     AddressClass, DenyReason, InvalidSecretValue, OriginError, OriginPattern, Outbound,
     OutboundLimit, OutboundOutcome, OutboundRecord, Scheme, SecretHeader, SecretValue,

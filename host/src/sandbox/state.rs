@@ -235,6 +235,8 @@ pub(crate) struct CallState {
     outbound: OutboundHooks,
     /// Secret values redacted from the guest's log lines and stdio.
     pub redact: Arc<[String]>,
+    /// Where progress reports and log lines go besides the host's log.
+    pub notices: super::Notices,
 }
 
 /// Where a call's assets folder is, read-only, in the guest: `/assets`.
@@ -250,6 +252,8 @@ pub(crate) struct CallReach {
     pub assets: Option<std::path::PathBuf>,
     /// Secret values redacted from the guest's log lines and stdio.
     pub redact: Arc<[String]>,
+    /// Where progress reports and log lines go besides the host's log.
+    pub notices: super::Notices,
 }
 
 impl CallState {
@@ -307,6 +311,7 @@ impl CallState {
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             outbound: reach.outbound,
             redact: reach.redact,
+            notices: reach.notices,
         })
     }
 

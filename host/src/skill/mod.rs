@@ -3,6 +3,7 @@
 //! result after.
 
 pub(crate) mod builtin;
+pub(crate) mod content;
 pub(crate) mod guest_build;
 pub(crate) mod manifest;
 pub(crate) mod schema;
@@ -334,6 +335,7 @@ impl Skill {
             outbound: None,
             assets: self.inner.assets.clone(),
             redact: Arc::default(),
+            ..Default::default()
         };
         self.call_with(tool, args, &opts).await
     }
@@ -447,6 +449,7 @@ impl Invoker for SameSkill {
                 outbound: None,
                 assets: None,
                 redact: Arc::default(),
+                ..Default::default()
             };
             match Box::pin(skill.call_with(&req.tool, &args, &opts)).await {
                 Ok(out) => Ok(out.output.to_string()),

@@ -45,7 +45,8 @@ fn json_schema_2020_12(_: serde_json::Value) -> Result<Accepted, ToolError> {
 }
 
 /// `server-stateless` (no log notification for a request that did not ask
-/// for logs): three info messages to the host's log, 50 ms apart.
+/// for logs) and `tools-call-with-logging` (three log notifications for a
+/// session that asked): three info messages, 50 ms apart.
 fn logging_tool(_: NoArgs) -> Result<Text, ToolError> {
     skillhost_guest::log::info!("Tool execution started");
     std::thread::sleep(Duration::from_millis(50));
@@ -55,6 +56,60 @@ fn logging_tool(_: NoArgs) -> Result<Text, ToolError> {
     Ok(Text {
         text: "Tool with logging executed successfully",
     })
+}
+
+/// `tools-call-with-progress`: progress 0, 50 and 100 of 100, 50 ms apart.
+fn with_progress(_: NoArgs) -> Result<Text, ToolError> {
+    for (i, done) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        skillhost_guest::progress(done, Some(100.0), None);
+    }
+    Ok(Text {
+        text: "Tool with progress executed successfully",
+    })
+}
+
+/// A 1x1 PNG, base64.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+/// A WAV header with no samples, base64.
+const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
+
+fn image() -> serde_json::Value {
+    serde_json::json!({"type": "image", "data": PNG, "mimeType": "image/png"})
+}
+
+fn resource() -> serde_json::Value {
+    serde_json::json!({"type": "resource", "resource": {
+        "uri": "test://embedded-resource",
+        "mimeType": "text/plain",
+        "text": "This is an embedded resource content."
+    }})
+}
+
+/// `tools-call-image` (`result: content`).
+fn image_content(_: NoArgs) -> Result<serde_json::Value, ToolError> {
+    Ok(serde_json::json!([image()]))
+}
+
+/// `tools-call-audio` (`result: content`).
+fn audio_content(_: NoArgs) -> Result<serde_json::Value, ToolError> {
+    Ok(serde_json::json!([{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]))
+}
+
+/// `tools-call-embedded-resource` (`result: content`).
+fn embedded_resource(_: NoArgs) -> Result<serde_json::Value, ToolError> {
+    Ok(serde_json::json!([resource()]))
+}
+
+/// `tools-call-mixed-content` (`result: content`).
+fn multiple_content_types(_: NoArgs) -> Result<serde_json::Value, ToolError> {
+    Ok(serde_json::json!([
+        {"type": "text", "text": "Multiple content types test:"},
+        image(),
+        resource(),
+    ]))
 }
 
 #[derive(Deserialize)]
@@ -112,6 +167,12 @@ skill! {
     "test_error_handling" => error_handling,
     "json_schema_2020_12_tool" => json_schema_2020_12,
     "test_logging_tool" => logging_tool,
+    "test_tool_with_logging" => logging_tool,
+    "test_tool_with_progress" => with_progress,
+    "test_image_content" => image_content,
+    "test_audio_content" => audio_content,
+    "test_embedded_resource" => embedded_resource,
+    "test_multiple_content_types" => multiple_content_types,
     "test_elicitation" => elicitation,
     "test_streaming_elicitation" => streaming_elicitation,
     "test_input_required_result_elicitation" => input_required,

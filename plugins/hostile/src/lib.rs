@@ -135,6 +135,27 @@ fn config(args: ConfigArgs) -> Result<Option<String>, ToolError> {
     Ok(skillhost_guest::config(&args.key))
 }
 
+#[derive(Deserialize)]
+struct FloodArgs {
+    count: u32,
+}
+
+/// Sends `count` progress reports, going backwards every other time and
+/// with a NaN and an infinite total among them, and `count` error log lines
+/// carrying control characters: the host must pass on a bounded number,
+/// drop the bad reports and escape the lines.
+fn notice_flood(args: FloodArgs) -> Result<u32, ToolError> {
+    for i in 0..args.count {
+        let v = f64::from(i);
+        skillhost_guest::progress(v, Some(f64::from(args.count)), Some("step\x1b[31m"));
+        skillhost_guest::progress(v - 0.5, None, None);
+        skillhost_guest::progress(f64::NAN, None, None);
+        skillhost_guest::progress(v, Some(f64::INFINITY), None);
+        skillhost_guest::log::error!("line {i}\x1b[2J\r\nforged");
+    }
+    Ok(args.count)
+}
+
 skill! {
     "hostile.spin" => spin,
     "hostile.alloc" => alloc,
@@ -146,4 +167,5 @@ skill! {
     "hostile.huge_output" => huge_output,
     "hostile.invoke" => invoke,
     "hostile.config" => config,
+    "hostile.notice_flood" => notice_flood,
 }

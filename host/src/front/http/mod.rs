@@ -136,7 +136,7 @@ impl AppState {
                 sessions.session_config.keep_alive = Some(self.inner.limits.session_idle);
                 let sessions = Arc::new(sessions);
                 let service = StreamableHttpService::new(
-                    move || Ok(front.clone()),
+                    move || Ok(front.for_session()),
                     sessions.clone(),
                     // Host and Origin are checked before (origin.rs).
                     StreamableHttpServerConfig::default()

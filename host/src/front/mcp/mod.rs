@@ -45,6 +45,8 @@
 //! the tools notification follows its tools.
 
 pub(crate) mod confirm;
+mod forward;
+mod logging;
 pub(crate) mod skills;
 
 use std::borrow::Cow;
@@ -54,17 +56,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServerHandler;
+#[allow(deprecated)] // logging: see `logging.rs`
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
     GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult,
     ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 
-use rmcp::model::ProgressNotificationParam;
 use skillhost_mcp::Progress;
 use tokio::sync::mpsc;
 
@@ -104,6 +107,9 @@ pub struct McpFront {
     elicitation: bool,
     /// The caller's tools as MCP tools, shared by the clones of this front.
     tools: Arc<std::sync::Mutex<ToolCache>>,
+    /// The session's `logging/setLevel`: one per session
+    /// ([`McpFront::for_session`]).
+    log_level: logging::SessionLevel,
 }
 
 /// The MCP tools made from one tool list ([`Host::tool_specs`] hands out
@@ -137,6 +143,24 @@ impl McpFront {
             caller,
             elicitation: true,
             tools: Arc::default(),
+            log_level: logging::SessionLevel::default(),
+        }
+    }
+
+    /// This front for a new MCP session: the same host, caller and tool
+    /// cache, and the session's own logging level (none until the client
+    /// sends `logging/setLevel`).
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) {
+    /// let front = skillhost::McpFront::new(host, skillhost::Caller::Operator);
+    /// let session = front.for_session();
+    /// # }
+    /// ```
+    pub fn for_session(&self) -> McpFront {
+        McpFront {
+            log_level: logging::SessionLevel::default(),
+            ..self.clone()
         }
     }
 
@@ -250,6 +274,44 @@ fn rpc_error(e: &dyn HostError) -> ErrorData {
 impl McpFront {
     /// Asks a legacy session's user to confirm `report`'s waiting run with
     /// `elicitation/create`, and decides the run by the answer.
+    /// Runs the call (or resumes a confirmed one) with the request's
+    /// progress and log sinks; they are dropped when this returns.
+    async fn call_and_confirm(
+        &self,
+        request: CallToolRequestParams,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        log: Option<crate::LogSink>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(state) = &request.request_state {
+            // A 2026-07-28 retry with the user's answer to a confirmation.
+            return self
+                .resume_confirmation(
+                    state,
+                    request.input_responses.as_ref(),
+                    name,
+                    context,
+                    progress,
+                )
+                .await
+                .map(Into::into);
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let req = CallRequest {
+            cancel: Some(context.ct.clone()),
+            progress: progress.clone(),
+            log,
+            ..Default::default()
+        };
+        let report = self.host.call(&self.caller, name, args.clone(), &req).await;
+        drop(req);
+        if report.outcome != Outcome::WaitingApproval {
+            return Ok(call_result(report).into());
+        }
+        self.waiting(report, &args, context, progress).await
+    }
+
     async fn confirm_in_session(
         &self,
         report: RunReport,
@@ -414,26 +476,6 @@ fn not_run(run_id: &str, e: &dyn HostError) -> CallToolResult {
     )
 }
 
-/// A channel whose progress goes to the client as `notifications/progress`
-/// for the request's progress token; `None` when the request asked for no
-/// progress. The forwarding task ends when the call drops the sender.
-fn progress_sink(context: &RequestContext<RoleServer>) -> Option<mpsc::UnboundedSender<Progress>> {
-    let token = context.meta.get_progress_token()?;
-    let (tx, mut rx) = mpsc::unbounded_channel::<Progress>();
-    let peer = context.peer.clone();
-    tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-            param.total = p.total;
-            param.message = p.message;
-            if peer.notify_progress(param).await.is_err() {
-                break;
-            }
-        }
-    });
-    Some(tx)
-}
-
 fn mcp_tool(spec: &ToolSpec) -> Option<Tool> {
     let mut tool = json!({
         "name": spec.name,
@@ -529,6 +571,7 @@ fn fingerprint(specs: &[Arc<ToolSpec>]) -> u64 {
 }
 
 impl ServerHandler for McpFront {
+    #[allow(deprecated)] // `enable_logging`: see `logging.rs`
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
@@ -539,6 +582,7 @@ impl ServerHandler for McpFront {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_skills()
+                .enable_logging()
                 .build(),
         );
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
@@ -592,34 +636,31 @@ impl ServerHandler for McpFront {
                 None,
             ));
         }
-        let progress = progress_sink(&context);
-        if let Some(state) = &request.request_state {
-            // A 2026-07-28 retry with the user's answer to a confirmation.
-            return self
-                .resume_confirmation(
-                    state,
-                    request.input_responses.as_ref(),
-                    &name,
-                    &context,
-                    progress,
-                )
-                .await
-                .map(Into::into);
-        }
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let req = CallRequest {
-            cancel: Some(context.ct.clone()),
-            progress: progress.clone(),
-            ..Default::default()
-        };
-        let report = self
-            .host
-            .call(&self.caller, &name, args.clone(), &req)
+        let mut forwarders = forward::Forwarders::default();
+        let progress = forward::progress_sink(&context, &mut forwarders);
+        let log = logging::log_sink(&context, &self.log_level, &mut forwarders);
+        let result = self
+            .call_and_confirm(request, &name, &context, progress, log)
             .await;
-        if report.outcome != Outcome::WaitingApproval {
-            return Ok(call_result(report).into());
+        // The call has dropped its senders: its last notices go before the
+        // response.
+        forwarders.flush().await;
+        result
+    }
+
+    #[allow(deprecated)] // logging: see `logging.rs`
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if context.meta.protocol_version().is_some() {
+            // 2026-07-28 requests carry their level in `_meta`; the method
+            // is gone from that revision.
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
         }
-        self.waiting(report, &args, &context, progress).await
+        self.log_level.set(request.level);
+        Ok(())
     }
 
     async fn list_skills(

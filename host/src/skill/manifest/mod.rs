@@ -133,6 +133,14 @@ pub struct ToolDecl {
     /// skill is registered; an alias such as `knowledge` is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub specialist: Option<String>,
+    /// What the tool returns: one JSON value (`json`, the default) or a
+    /// list of MCP content blocks (`content`: text, images, audio,
+    /// resources), served as the call's MCP `content`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::skill::content::ResultKind::is_json"
+    )]
+    pub result: crate::skill::content::ResultKind,
 }
 
 impl ToolDecl {
@@ -614,6 +622,13 @@ impl SkillManifest {
                     t.name
                 ));
             }
+            if t.result == crate::skill::content::ResultKind::Content && t.output_schema.is_some() {
+                problems.push(format!(
+                    "`tools[{i}]` `{}`: `result: content` returns MCP content blocks, which the \
+                     host checks itself; remove `output_schema` (it describes a `result: json` value)",
+                    t.name
+                ));
+            }
             for (field, schema) in [
                 ("input_schema", &t.input_schema),
                 ("output_schema", &t.output_schema),
@@ -705,6 +720,26 @@ mod tests {
         ] {
             assert!(err.contains(needle), "missing {needle:?} in {err}");
         }
+    }
+
+    #[test]
+    fn a_content_result_takes_no_output_schema_and_unknown_kinds_fail() {
+        let content = GOOD.replace("description: x\n", "description: x\n    result: content\n");
+        let m = SkillManifest::parse(&content).unwrap();
+        assert_eq!(
+            m.tools[0].result,
+            crate::skill::content::ResultKind::Content
+        );
+        let both = content.replace(
+            "result: content\n",
+            "result: content\n    output_schema: {type: object}\n",
+        );
+        let err = SkillManifest::parse(&both).unwrap_err().to_string();
+        assert!(err.contains("remove `output_schema`"), "{err}");
+        let err = SkillManifest::parse(&content.replace("result: content", "result: image"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown variant `image`"), "{err}");
     }
 
     #[test]
