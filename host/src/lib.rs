@@ -83,7 +83,8 @@ pub use skill::guest_build::{
 };
 pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
-    Permissions, SecretDecl, SkillManifest, ToolDecl, valid_tool_name,
+    Permissions, PromptArgumentDecl, PromptDecl, PromptMessageDecl, PromptRole, ResourceDecl,
+    ResourceTemplateDecl, SecretDecl, SkillManifest, ToolDecl, valid_tool_name,
 };
 pub use skill::schema::{Schema, default_args_schema};
 pub use skill::{Skill, SkillError};
@@ -106,8 +107,8 @@ pub use limits::{
     HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, HTTP_MAX_CONNECTIONS,
     HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy, LimitsRequest,
     MAX_CALL_NOTICES, MAX_CONTENT_BLOCKS, MAX_ORIGINS, MAX_SECRET_BYTES, MAX_SECRETS,
-    MCP_MAX_LISTEN_STREAMS, MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE,
-    OutboundLimits,
+    MCP_MAX_LISTEN_STREAMS, MCP_MAX_RESOURCE_SUBSCRIPTIONS, MCP_MAX_SESSIONS,
+    MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, OutboundLimits,
 };
 pub use sandbox::{
     AddressClass, CallError, CallFailure, CallOptions, CallOutput, Capabilities, DenyReason,

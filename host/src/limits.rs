@@ -131,6 +131,11 @@ pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// hostile one could otherwise create millions and grow host memory.
 pub const MAX_RESOURCE_HANDLES: usize = 4096;
 
+/// Most resources one MCP session may watch with `resources/subscribe`:
+/// 256. A client watches the few documents it has open; past this a
+/// session would grow host memory and the work done on every change.
+pub const MCP_MAX_RESOURCE_SUBSCRIPTIONS: usize = 256;
+
 /// Most content blocks one `result: content` tool result may hold: 64. A
 /// result is a handful of blocks (text, an image, a resource); the output
 /// cap bounds their bytes, this their count.

@@ -398,8 +398,8 @@ fn judge(run: &Run, expected: &BTreeMap<&str, &Skip>) -> Option<String> {
     (!problems.is_empty()).then(|| problems.join("; "))
 }
 
-/// A skill folder `dir/name` holding the conformance fixtures' manifest and
-/// component.
+/// A skill folder `dir/name` holding the conformance fixtures' manifest,
+/// component and the files its prompts and resources serve.
 fn fixture_skill(dir: &Path) -> PathBuf {
     let folder = dir.join("conformance-fixtures");
     std::fs::create_dir_all(&folder).expect("mkdir");
@@ -413,6 +413,19 @@ fn fixture_skill(dir: &Path) -> PathBuf {
         .expect("component path");
     std::fs::copy(art::CONFORMANCE_FIXTURES_WASM_PATH, folder.join(component))
         .expect("copy component");
+    for (dir, f) in [
+        ("prompt", "pixel.png"),
+        ("prompt", "resource.txt"),
+        ("resource", "static-text.txt"),
+        ("resource", "watched.txt"),
+    ] {
+        std::fs::create_dir_all(folder.join(dir)).expect("mkdir");
+        std::fs::copy(
+            Path::new(art::CONFORMANCE_FIXTURES_DIR).join(dir).join(f),
+            folder.join(dir).join(f),
+        )
+        .expect("copy a fixture file");
+    }
     folder
 }
 

@@ -114,6 +114,29 @@ fn multiple_content_types(_: NoArgs) -> Result<serde_json::Value, ToolError> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TemplateData {
+    id: String,
+    template_test: bool,
+    data: String,
+}
+
+/// `resources-templates-read`: what `test://template/{id}/data` serves.
+fn template_data(args: IdArgs) -> Result<TemplateData, ToolError> {
+    Ok(TemplateData {
+        data: format!("Data for ID: {}", args.id),
+        id: args.id,
+        template_test: true,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct MessageArgs {
     message: String,
 }
@@ -173,6 +196,7 @@ skill! {
     "test_audio_content" => audio_content,
     "test_embedded_resource" => embedded_resource,
     "test_multiple_content_types" => multiple_content_types,
+    "test_template_data" => template_data,
     "test_elicitation" => elicitation,
     "test_streaming_elicitation" => streaming_elicitation,
     "test_input_required_result_elicitation" => input_required,

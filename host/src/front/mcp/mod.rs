@@ -47,7 +47,10 @@
 pub(crate) mod confirm;
 mod forward;
 mod logging;
+mod prompts;
+mod resources;
 pub(crate) mod skills;
+mod subscriptions;
 
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
@@ -58,12 +61,15 @@ use std::time::Duration;
 use rmcp::ServerHandler;
 #[allow(deprecated)] // logging: see `logging.rs`
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
-    GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SetLevelRequestMethod,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ContentBlock, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, Role, ServerCapabilities,
+    ServerConfig, SetLevelRequestMethod, SetLevelRequestParams, SubscribeRequestMethod,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
@@ -110,6 +116,8 @@ pub struct McpFront {
     /// The session's `logging/setLevel`: one per session
     /// ([`McpFront::for_session`]).
     log_level: logging::SessionLevel,
+    /// The session's `resources/subscribe` URIs (one per session too).
+    subscriptions: subscriptions::Subscriptions,
 }
 
 /// The MCP tools made from one tool list ([`Host::tool_specs`] hands out
@@ -144,6 +152,7 @@ impl McpFront {
             elicitation: true,
             tools: Arc::default(),
             log_level: logging::SessionLevel::default(),
+            subscriptions: subscriptions::Subscriptions::default(),
         }
     }
 
@@ -160,6 +169,7 @@ impl McpFront {
     pub fn for_session(&self) -> McpFront {
         McpFront {
             log_level: logging::SessionLevel::default(),
+            subscriptions: subscriptions::Subscriptions::default(),
             ..self.clone()
         }
     }
@@ -237,6 +247,131 @@ impl McpFront {
         .await
         .map_err(|e| ErrorData::internal_error(format!("listing skills failed: {e}"), None))?;
         Ok((served, next))
+    }
+
+    /// `resources/read` of a URI a skill publishes: one of its files, or
+    /// a template read by its tool (a call as the reader, with the URI's
+    /// variables as arguments).
+    async fn published_resource(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let all = self.skills()?;
+        match resources::find(&all, uri) {
+            None => Err(unknown_uri(uri)),
+            Some(resources::Target::File(info, decl)) => {
+                let file = skills::file_uri(&info.entry.name, &decl.file);
+                let skill = self.served_skill(&file).await?;
+                let host = self.host.clone();
+                let read_uri = file.clone();
+                let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
+                    .await
+                    .map_err(|e| {
+                        ErrorData::internal_error(format!("reading {uri} failed: {e}"), None)
+                    })?;
+                match read {
+                    Some(Ok(r)) => Ok(ReadResourceResult::new(
+                        r.contents
+                            .into_iter()
+                            .map(|c| resources::republished(decl, c))
+                            .collect(),
+                    )
+                    .into()),
+                    Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
+                    None => Err(ErrorData::internal_error(
+                        format!(
+                            "`{uri}` is the file `{}` of skill `{}`, which the skill does not have",
+                            decl.file, info.entry.name
+                        ),
+                        None,
+                    )),
+                }
+            }
+            Some(resources::Target::Template(_, decl, vars)) => {
+                let args = Value::Object(
+                    vars.into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                );
+                let req = CallRequest {
+                    cancel: Some(context.ct.clone()),
+                    ..Default::default()
+                };
+                let report = self.host.call(&self.caller, &decl.tool, args, &req).await;
+                match (report.outcome, report.output) {
+                    (Outcome::Ok, Some(out)) => {
+                        Ok(ReadResourceResult::new(vec![resources::template_contents(
+                            uri,
+                            decl,
+                            out.data(),
+                        )])
+                        .into())
+                    }
+                    (outcome, _) => Err(ErrorData::internal_error(
+                        format!(
+                            "reading `{uri}` (tool `{}`, run {}): {outcome}: {}",
+                            decl.tool,
+                            report.run_id,
+                            report.error.unwrap_or_default()
+                        ),
+                        None,
+                    )),
+                }
+            }
+        }
+    }
+
+    /// A prompt a skill declares, rendered with `arguments`; its image and
+    /// resource messages are the skill's own files, read as
+    /// `resources/read` reads them.
+    async fn declared_prompt(
+        &self,
+        info: &SkillInfo,
+        decl: &crate::PromptDecl,
+        arguments: Option<&serde_json::Map<String, Value>>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = prompts::arguments(decl, arguments)?;
+        let mut messages = Vec::new();
+        for (role, part) in prompts::parts(decl, &args) {
+            let path = match &part {
+                prompts::Part::Text(t) => {
+                    messages.push(PromptMessage::new_text(role, t.clone()));
+                    continue;
+                }
+                prompts::Part::Image(p) | prompts::Part::Resource(p) => *p,
+            };
+            let uri = skills::file_uri(&info.entry.name, path);
+            let skill = self.served_skill(&uri).await?;
+            let host = self.host.clone();
+            let read_uri = uri.clone();
+            let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
+                .await
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("reading {uri} failed: {e}"), None)
+                })?;
+            let contents = match read {
+                Some(Ok(mut r)) if !r.contents.is_empty() => r.contents.swap_remove(0),
+                Some(Err(e)) => return Err(ErrorData::internal_error(e, None)),
+                _ => {
+                    return Err(ErrorData::internal_error(
+                        format!(
+                            "prompt `{}` of skill `{}` names the file `{path}`, which the skill \
+                             does not have",
+                            decl.name, info.entry.name
+                        ),
+                        None,
+                    ));
+                }
+            };
+            messages.push(
+                prompts::file_message(role, &part, contents)
+                    .map_err(|e| ErrorData::internal_error(e, None))?,
+            );
+        }
+        Ok(GetPromptResult::new(messages)
+            .with_description(&decl.description)
+            .into())
     }
 
     /// The caller's skill of a `skill://` URI, served; `-32602` when the
@@ -579,10 +714,12 @@ impl ServerHandler for McpFront {
                 .enable_prompts_list_changed()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_skills()
                 .enable_logging()
+                .enable_completions()
                 .build(),
         );
         info.server_info = Implementation::new("skillhost", env!("CARGO_PKG_VERSION"));
@@ -648,6 +785,90 @@ impl ServerHandler for McpFront {
         result
     }
 
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::listed_templates(&self.skills()?),
+        ))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if context.meta.protocol_version().is_some() {
+            // Gone from 2026-07-28 (no sessions to hold a subscription).
+            return Err(ErrorData::method_not_found::<SubscribeRequestMethod>());
+        }
+        let all = self.skills()?;
+        let Some(stamp) = subscriptions::stamp(&all, &request.uri) else {
+            return Err(unknown_uri(&request.uri));
+        };
+        self.subscriptions
+            .add(&request.uri, Some(stamp))
+            .map_err(|e| ErrorData::invalid_params(e, None))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if context.meta.protocol_version().is_some() {
+            return Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>());
+        }
+        self.subscriptions.remove(&request.uri);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let (values, total) = match &request.r#ref {
+            Reference::Prompt(p) => {
+                let skills = self.skills()?;
+                let Some((_, decl)) = prompts::find(&skills, &p.name) else {
+                    // A skill's instructions prompt takes no arguments.
+                    if skills.iter().any(|s| s.entry.name == p.name) {
+                        return Ok(CompleteResult::default());
+                    }
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "unknown prompt `{}`",
+                            crate::escape::escape_control(&p.name, 128, false)
+                        ),
+                        None,
+                    ));
+                };
+                prompts::complete(decl, &request.argument.name, &request.argument.value)
+                    .ok_or_else(|| {
+                        ErrorData::invalid_params(
+                            format!(
+                                "prompt `{}` has no argument `{}`",
+                                decl.name,
+                                crate::escape::escape_control(&request.argument.name, 64, false)
+                            ),
+                            None,
+                        )
+                    })?
+            }
+            // No resource templates are served: nothing to complete.
+            _ => (Vec::new(), 0),
+        };
+        let shown = values.len();
+        let mut info =
+            CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+        info.total = Some(total);
+        info.has_more = Some(usize::try_from(total).unwrap_or(usize::MAX) > shown);
+        Ok(CompleteResult::new(info))
+    }
+
     #[allow(deprecated)] // logging: see `logging.rs`
     async fn set_level(
         &self,
@@ -694,8 +915,20 @@ impl ServerHandler for McpFront {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let (served, next) = self.skill_page(request).await?;
-        let mut result =
-            ListResourcesResult::with_all_items(served.iter().map(ServedSkill::resource).collect());
+        let all = self.skills()?;
+        let mut result = ListResourcesResult::with_all_items(
+            served
+                .iter()
+                .flat_map(|s| {
+                    let published = all
+                        .iter()
+                        .find(|i| i.entry.name == s.name())
+                        .map(|i| resources::listed(i, &all))
+                        .unwrap_or_default();
+                    std::iter::once(s.resource()).chain(published)
+                })
+                .collect(),
+        );
         result.next_cursor = next;
         Ok(result)
     }
@@ -703,9 +936,12 @@ impl ServerHandler for McpFront {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
+        if skill_of_uri(&uri).is_none() {
+            return self.published_resource(&uri, &context).await;
+        }
         let skill = self.served_skill(&uri).await?;
         let host = self.host.clone();
         let read_uri = uri.clone();
@@ -725,13 +961,17 @@ impl ServerHandler for McpFront {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let cursor = request.and_then(|r| r.cursor);
-        let (skills, next) = page(self.skills()?, |s| s.entry.name.as_str(), cursor.as_deref());
+        let all = self.skills()?;
+        let (skills, next) = page(all.clone(), |s| s.entry.name.as_str(), cursor.as_deref());
         let mut result = ListPromptsResult::with_all_items(
             skills
                 .iter()
-                .filter_map(|s| {
-                    let m = s.manifest.as_ref()?;
-                    Some(Prompt::new(&s.entry.name, Some(&m.description), None))
+                .flat_map(|s| {
+                    let own = s
+                        .manifest
+                        .as_ref()
+                        .map(|m| Prompt::new(&s.entry.name, Some(&m.description), None));
+                    own.into_iter().chain(prompts::listed(s, &all))
                 })
                 .collect(),
         );
@@ -745,6 +985,11 @@ impl ServerHandler for McpFront {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let skills = self.skills()?;
+        if let Some((info, decl)) = prompts::find(&skills, &request.name) {
+            return self
+                .declared_prompt(info, decl, request.arguments.as_ref())
+                .await;
+        }
         let Some(m) = skills
             .iter()
             .find(|s| s.entry.name == request.name)
@@ -752,8 +997,8 @@ impl ServerHandler for McpFront {
         else {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "unknown prompt `{}`; `prompts/list` shows the prompts (one per skill) \
-                     this client may use",
+                    "unknown prompt `{}`; `prompts/list` shows the prompts (each skill's \
+                     instructions and the prompts it declares) this client may use",
                     crate::escape::escape_control(&request.name, 128, false)
                 ),
                 None,
@@ -794,6 +1039,17 @@ impl ServerHandler for McpFront {
                         || peer.notify_resource_list_changed().await.is_err())
                 {
                     break;
+                }
+                if skills && let Ok(all) = front.skills() {
+                    for uri in front
+                        .subscriptions
+                        .changed(|u| subscriptions::stamp(&all, u))
+                    {
+                        let param = ResourceUpdatedNotificationParam::new(uri);
+                        if peer.notify_resource_updated(param).await.is_err() {
+                            break;
+                        }
+                    }
                 }
             }
         });

@@ -11,7 +11,11 @@ use serde_json::Value;
 use crate::limits::LimitsRequest;
 
 mod permissions;
+pub(crate) mod prompts;
+pub(crate) mod resources;
 pub use permissions::{Permissions, SecretDecl};
+pub use prompts::{PromptArgumentDecl, PromptDecl, PromptMessageDecl, PromptRole};
+pub use resources::{ResourceDecl, ResourceTemplateDecl};
 
 /// Name of the manifest file in a skill folder.
 pub const MANIFEST_FILE: &str = "skill.yaml";
@@ -101,6 +105,18 @@ pub struct SkillManifest {
     /// operator approved it.
     #[serde(default, skip_serializing_if = "Permissions::is_empty")]
     pub permissions: Permissions,
+    /// Prompt templates the skill publishes besides its instructions
+    /// prompt, served to MCP clients that may see the skill.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<PromptDecl>,
+    /// Resources the skill publishes under URIs of its own, each one of
+    /// its files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceDecl>,
+    /// Resource templates the skill publishes, each served by one of its
+    /// read-only tools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_templates: Vec<ResourceTemplateDecl>,
 }
 
 /// One tool a skill's component implements.
@@ -546,6 +562,9 @@ impl SkillManifest {
             metadata: fm.metadata,
             // A SKILL.md skill has no component: nothing would use them.
             permissions: Permissions::default(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            resource_templates: Vec::new(),
         };
         manifest.validate()?;
         Ok(manifest)
@@ -580,6 +599,12 @@ impl SkillManifest {
     fn validate(&mut self) -> Result<(), ManifestError> {
         let mut problems = Vec::new();
         self.permissions.validate(&mut problems);
+        problems.extend(prompts::problems(&self.name, &self.prompts));
+        problems.extend(resources::problems(
+            &self.resources,
+            &self.resource_templates,
+            &self.tools,
+        ));
         if !self.permissions.is_empty() && self.component.is_none() {
             problems
                 .push("`permissions`: the skill has no `component`; nothing would use them".into());
