@@ -316,3 +316,149 @@ fn unknown_persona_fails_at_start() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no persona `nobody`"), "{}", stderr(&o));
 }
+
+/// Two instruction-only skills that publish prompts and resources, one
+/// name and one URI in common: a data dir where `reader` is granted both
+/// and `outsider` only `beta`.
+fn published_data(work: &Path) -> PathBuf {
+    let skills = work.join("skills");
+    let write = |skill: &str, files: &[(&str, &str)]| {
+        let dir = skills.join(skill);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).expect("write");
+        }
+        dir
+    };
+    let alpha = write(
+        "alpha",
+        &[
+            (
+                "skill.yaml",
+                "name: alpha\nversion: 0.1.0\ndescription: Alpha.\ninstructions: Use alpha.\n\
+                 prompts:\n\
+                 \x20 - name: alpha_prompt\n    description: About a topic.\n    \
+                 arguments: [{name: topic, required: true, values: [tea, toast, coffee]}]\n    \
+                 messages: [{text: 'Tell me about {{topic}}.'}, {resource: a.txt}]\n\
+                 \x20 - name: shared_prompt\n    description: Alpha's.\n    messages: [{text: alpha}]\n\
+                 resources:\n\
+                 \x20 - {uri: 'test://alpha', file: a.txt, mime_type: text/plain}\n\
+                 \x20 - {uri: 'test://shared', file: a.txt}\n",
+            ),
+            ("a.txt", "alpha's file\n"),
+        ],
+    );
+    let beta = write(
+        "beta",
+        &[
+            (
+                "skill.yaml",
+                "name: beta\nversion: 0.1.0\ndescription: Beta.\ninstructions: Use beta.\n\
+                 prompts:\n\
+                 \x20 - name: shared_prompt\n    description: Beta's, shadowing alpha's.\n    messages: [{text: beta}]\n\
+                 \x20 - name: beta_fake_image\n    description: Not an image.\n    messages: [{image: b.txt}]\n\
+                 resources:\n\
+                 \x20 - {uri: 'test://shared', file: b.txt}\n",
+            ),
+            ("b.txt", "beta's file\n"),
+        ],
+    );
+    let data = work.join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(
+        data.join("settings.json"),
+        json!({ "skill_dirs": [alpha, beta] }).to_string(),
+    )
+    .expect("settings");
+    for args in [
+        &["skills", "trust", "alpha"][..],
+        &["skills", "trust", "beta"],
+        &["personas", "add", "reader"],
+        &["personas", "add", "outsider"],
+        &["grants", "skill", "reader", "alpha", "on"],
+        &["grants", "skill", "reader", "beta", "on"],
+        &["grants", "skill", "outsider", "beta", "on"],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    data
+}
+
+fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
+    list[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key}: {list}"))
+        .iter()
+        .filter_map(|v| v[field].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Prompts and resources skills publish, tried as a client that wants what
+/// it should not have: a missing or unknown argument, a shadowed name or
+/// URI, a text file passed off as an image, a URI no skill serves, another
+/// persona's resources, a placeholder smuggled in an argument value.
+#[test]
+fn published_prompts_and_resources_resist_shadowing_and_bad_input() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let data = published_data(work.path());
+    let r = run_python_client("published_client.py", &data, "reader", "legacy");
+    let prompts = names(&r["prompts"], "prompts", "name");
+    assert!(prompts.contains(&"alpha_prompt".into()), "{r}");
+    assert!(prompts.contains(&"beta_fake_image".into()), "{r}");
+    assert!(!prompts.contains(&"shared_prompt".into()), "shadowed: {r}");
+    let uris = names(&r["resources"], "resources", "uri");
+    assert!(uris.contains(&"test://alpha".into()), "{r}");
+    assert!(!uris.contains(&"test://shared".into()), "shadowed: {r}");
+    // Substituted once: a value that looks like a placeholder stays as is.
+    let text = r["prompt_ok"]["messages"][0]["content"]["text"].as_str();
+    assert_eq!(text, Some("Tell me about {{secret}} tea."), "{r}");
+    let embedded = &r["prompt_ok"]["messages"][1]["content"]["resource"];
+    assert_eq!(embedded["uri"], "skill://alpha/a.txt", "{r}");
+    assert_eq!(embedded["text"], "alpha's file\n", "{r}");
+    for (step, says) in [
+        ("prompt_missing_arg", "needs the argument `topic`"),
+        ("prompt_unknown_arg", "has no argument `evil`"),
+        ("prompt_shadowed", "unknown prompt `shared_prompt`"),
+        ("read_shadowed", "test://shared"),
+        ("read_unknown", "test://nothing"),
+        ("complete_unknown_arg", "has no argument `nope`"),
+        ("subscribe_unknown", "test://nothing"),
+        ("subscribe_shadowed", "test://shared"),
+    ] {
+        assert_eq!(error_code(&r[step]), Some(-32602), "{step}: {r}");
+        assert!(
+            r[step]["error"].as_str().is_some_and(|e| e.contains(says)),
+            "{step} should say {says:?}: {r}"
+        );
+    }
+    assert!(
+        r["prompt_not_image"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("`b.txt` is not an image file")),
+        "{r}"
+    );
+    assert_eq!(r["read_ok"]["contents"][0]["uri"], "test://alpha", "{r}");
+    assert_eq!(r["read_ok"]["contents"][0]["text"], "alpha's file\n", "{r}");
+    assert_eq!(r["read_ok"]["contents"][0]["mimeType"], "text/plain", "{r}");
+    assert_eq!(
+        r["complete"]["completion"]["values"],
+        json!(["tea", "toast"]),
+        "{r}"
+    );
+    assert_eq!(r["subscribe_ok"], json!({}), "{r}");
+    assert_eq!(r["unsubscribe_ok"], json!({}), "{r}");
+
+    // A persona without alpha sees none of it, and now beta's shared name
+    // and URI are its alone.
+    let r = run_python_client("published_client.py", &data, "outsider", "auto");
+    let prompts = names(&r["prompts"], "prompts", "name");
+    assert!(!prompts.contains(&"alpha_prompt".into()), "{r}");
+    assert!(prompts.contains(&"shared_prompt".into()), "{r}");
+    assert_eq!(error_code(&r["read_ok"]), Some(-32602), "{r}");
+    assert_eq!(error_code(&r["prompt_ok"]), Some(-32602), "{r}");
+    assert_eq!(
+        r["read_shadowed"]["contents"][0]["text"], "beta's file\n",
+        "{r}"
+    );
+}
