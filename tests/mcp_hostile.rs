@@ -835,6 +835,43 @@ async fn duplicate_ids_give_one_result_per_call() {
     finish(h, spy, "twice", case, st.pid).await;
 }
 
+/// A server that asks the host for sampling and its roots during a call,
+/// which the host never offered: both are refused with a message saying
+/// so (not an empty answer the server could act on), and the call and the
+/// server go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_the_host_never_offered_are_refused_clearly() {
+    let case = "asks-client";
+    let h = harness().await;
+    let spy = Spy::start(case);
+    h.m.start(hostile("asker", "asks-client", case, timeouts(10.0, 15.0)));
+    let st = wait_status(&h.m, "asker", Duration::from_secs(10), "ready", |s| {
+        s.state == ServerState::Ready
+    })
+    .await;
+    let r = h.m.call("asker.ask", json!({}), None, None).await.unwrap();
+    let answers: serde_json::Value =
+        serde_json::from_str(&text_of(&r)).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    for (id, says) in [
+        (
+            "ask-sampling",
+            "skillhost offers no sampling to MCP servers",
+        ),
+        ("ask-roots", "skillhost shares no roots with MCP servers"),
+    ] {
+        let error = &answers[id]["error"];
+        assert_eq!(error["code"], -32601, "{id}: {answers}");
+        assert!(
+            error["message"].as_str().is_some_and(|m| m.contains(says)),
+            "{id}: {answers}"
+        );
+        assert!(answers[id].get("result").is_none(), "{id}: {answers}");
+    }
+    assert_eq!(h.m.status("asker").unwrap().state, ServerState::Ready);
+    assert_good_answers(&h.m).await;
+    finish(h, spy, "asker", case, st.pid).await;
+}
+
 // --- restarts and policy ---------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

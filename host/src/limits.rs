@@ -141,6 +141,16 @@ pub const MCP_MAX_RESOURCE_SUBSCRIPTIONS: usize = 256;
 /// cap bounds their bytes, this their count.
 pub const MAX_CONTENT_BLOCKS: usize = 64;
 
+/// Longest wait for a call's progress and log forwarders to send what they
+/// hold before its MCP response goes out: 2 s. They hold it in memory, so
+/// only a stuck client connection takes longer, and the response is not
+/// held for that.
+pub const MCP_NOTICE_FLUSH_WAIT: Duration = Duration::from_secs(2);
+
+/// Longest progress message kept, in bytes: 1 KiB (a status line; longer
+/// ones are cut).
+pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
+
 /// Most progress reports and log lines one call passes to its caller: 256.
 /// A progress bar needs a few dozen and a chatty skill a few hundred lines;
 /// past this a loop of `host.progress` or `host.log` would flood the

@@ -15,13 +15,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[allow(deprecated)] // sampling and roots: refused, see `Handler`
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ErrorCode, ErrorData,
+    Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientLifecycleMode, NotificationContext, PeerRequestOptions, RunningService,
+    ClientLifecycleMode, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
     serve_client_with_lifecycle,
 };
 use rmcp::{ClientHandler, RoleClient};
@@ -105,6 +107,37 @@ impl ClientHandler for Handler {
             Implementation::new("skillhost", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    /// The host declares no `sampling`: a server that asks anyway gets a
+    /// clear refusal (not an empty answer it might act on).
+    #[allow(deprecated)] // SEP-2577 deprecates sampling and roots; servers still ask
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "skillhost offers no sampling to MCP servers (it declared no `sampling` \
+             capability): this request was refused",
+            None,
+        ))
+    }
+
+    /// The host declares no `roots`: it shares no folders with servers,
+    /// and says so rather than answering an empty list.
+    #[allow(deprecated)] // SEP-2577 deprecates sampling and roots; servers still ask
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "skillhost shares no roots with MCP servers (it declared no `roots` capability): \
+             this request was refused",
+            None,
+        ))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -49,6 +49,9 @@ MODES = {
     "and sends one response with an unknown id",
     "paged": "not hostile: a correct server whose tools/list returns 7 tools in pages of 2 "
     "(opaque nextCursor values; an unknown cursor is a -32602 error)",
+    "asks-client": "init and tool `ask`; during the call asks the client for sampling "
+    "(sampling/createMessage) and its roots (roots/list), which the client never offered, "
+    "and answers the call with the client's two responses as JSON text",
 }
 
 HUGE_LINE_BYTES = 20 * 1024 * 1024
@@ -347,6 +350,39 @@ def mode_duplicate_ids() -> None:
     serve(PING_TOOLS, on_call)
 
 
+def mode_asks_client() -> None:
+    tools = [tool("ask", "Asks the client for sampling and roots during the call.")]
+    asks = {
+        "ask-sampling": {
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 10,
+            },
+        },
+        "ask-roots": {"method": "roots/list", "params": {}},
+    }
+    messages = read_messages()
+
+    def on_call(msg: dict) -> None:
+        for ask_id, ask in asks.items():
+            send({"jsonrpc": "2.0", "id": ask_id, **ask})
+        answers = {}
+        deadline = time.monotonic() + 10
+        while len(answers) < len(asks) and time.monotonic() < deadline:
+            reply = next(messages, None)
+            if reply is None:
+                return
+            if reply.get("id") in asks and "method" not in reply:
+                answers[reply["id"]] = {k: reply[k] for k in ("result", "error") if k in reply}
+            else:
+                serve_one(reply, tools, on_call)
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": text_result(json.dumps(answers))})
+
+    for msg in messages:
+        serve_one(msg, tools, on_call)
+
+
 HANDLERS = {
     "exit-at-start": mode_exit_at_start,
     "crash-mid-call": mode_crash_mid_call,
@@ -361,6 +397,7 @@ HANDLERS = {
     "notification-flood": mode_notification_flood,
     "duplicate-ids": mode_duplicate_ids,
     "paged": mode_paged,
+    "asks-client": mode_asks_client,
 }
 
 

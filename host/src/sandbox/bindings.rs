@@ -8,6 +8,7 @@ use super::invoke::{InvokeRequest, MAX_INVOKE_DEPTH};
 use super::outcome::ToolError;
 use super::state::CallState;
 use crate::escape::escape_control;
+use crate::limits::MAX_PROGRESS_MESSAGE_BYTES;
 
 wasmtime::component::bindgen!({
     world: "skill",
@@ -55,9 +56,6 @@ fn guest_level(level: LogLevel) -> GuestLogLevel {
         LogLevel::Error => GuestLogLevel::Error,
     }
 }
-
-/// Longest progress message kept, in bytes; longer ones are cut.
-const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;
 
 impl skillhost::plugin::host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {

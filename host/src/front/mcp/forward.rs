@@ -1,9 +1,7 @@
 //! The tasks that forward a call's progress and log lines to the client.
 //! A call's last notices are sent before its response: the front waits for
-//! its forwarders (bounded by [`FLUSH_WAIT`]) once the call has dropped its
-//! senders.
-
-use std::time::Duration;
+//! its forwarders (bounded by [`MCP_NOTICE_FLUSH_WAIT`]) once the call has
+//! dropped its senders.
 
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::{RequestContext, RoleServer};
@@ -11,10 +9,7 @@ use skillhost_mcp::Progress;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// Longest wait for a call's forwarders to send what they hold: they have
-/// it all in memory, so only a stuck client connection takes longer (and
-/// the response is not held for it).
-const FLUSH_WAIT: Duration = Duration::from_secs(2);
+use crate::limits::MCP_NOTICE_FLUSH_WAIT;
 
 /// The forwarding tasks of one request.
 #[derive(Default)]
@@ -27,9 +22,9 @@ impl Forwarders {
     }
 
     /// Waits until every forwarder has sent what it holds (each ends when
-    /// its senders are gone), at most [`FLUSH_WAIT`] in all.
+    /// its senders are gone), at most [`MCP_NOTICE_FLUSH_WAIT`] in all.
     pub async fn flush(self) {
-        let deadline = tokio::time::Instant::now() + FLUSH_WAIT;
+        let deadline = tokio::time::Instant::now() + MCP_NOTICE_FLUSH_WAIT;
         for task in self.0 {
             if tokio::time::timeout_at(deadline, task).await.is_err() {
                 tracing::debug!("a notification forwarder outlived its call's response");
