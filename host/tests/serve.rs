@@ -420,11 +420,11 @@ fn published_prompts_and_resources_resist_shadowing_and_bad_input() {
         ("prompt_missing_arg", "needs the argument `topic`"),
         ("prompt_unknown_arg", "has no argument `evil`"),
         ("prompt_shadowed", "unknown prompt `shared_prompt`"),
-        ("read_shadowed", "test://shared"),
-        ("read_unknown", "test://nothing"),
+        ("read_shadowed", "no resource `test://shared`"),
+        ("read_unknown", "no resource `test://nothing`"),
         ("complete_unknown_arg", "has no argument `nope`"),
-        ("subscribe_unknown", "test://nothing"),
-        ("subscribe_shadowed", "test://shared"),
+        ("subscribe_unknown", "no resource `test://nothing`"),
+        ("subscribe_shadowed", "served by neither"),
     ] {
         assert_eq!(error_code(&r[step]), Some(-32602), "{step}: {r}");
         assert!(
@@ -461,4 +461,27 @@ fn published_prompts_and_resources_resist_shadowing_and_bad_input() {
         r["read_shadowed"]["contents"][0]["text"], "beta's file\n",
         "{r}"
     );
+
+    // A skill naming a file it does not have (or a folder, or a symlink)
+    // fails `check`, naming the field and the path.
+    let gamma = work.path().join("gamma");
+    std::fs::create_dir_all(gamma.join("dir")).expect("mkdir");
+    std::os::unix::fs::symlink("/etc/passwd", gamma.join("link")).expect("symlink");
+    for target in ["nope.txt", "dir", "link"] {
+        std::fs::write(
+            gamma.join("skill.yaml"),
+            format!(
+                "name: gamma\nversion: 0.1.0\ndescription: G.\n\
+                 resources: [{{uri: 'test://g', file: {target}}}]\n"
+            ),
+        )
+        .expect("write");
+        let o = skillhost(&data, &["check", gamma.to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(1), "{target}: {}", stderr(&o));
+        let want = format!(
+            "`resources[0].file` names `{target}`, which is not a file in the skill folder"
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(&want), "{target}: {out}");
+    }
 }

@@ -52,6 +52,45 @@ pub enum SkillError {
     /// Calling `implemented()` failed.
     #[error(transparent)]
     Call(#[from] CallError),
+    /// A prompt or resource names a file the skill folder does not have.
+    #[error("skill `{skill}`: `{field}` names `{path}`, which is not a file in the skill folder")]
+    MissingFile {
+        /// `name@version`.
+        skill: String,
+        /// The manifest field, e.g. `resources[0].file`.
+        field: String,
+        /// The relative path it names.
+        path: String,
+    },
+}
+
+/// Every file `prompts` and `resources` name is a regular file in `dir`
+/// (not a folder, not a symlink: what a bundle would pack and serve).
+fn published_files_exist(m: &SkillManifest, dir: &Path) -> Result<(), SkillError> {
+    let mut named: Vec<(String, &str)> = Vec::new();
+    for (i, p) in m.prompts.iter().enumerate() {
+        for (j, msg) in p.messages.iter().enumerate() {
+            for (field, path) in [("image", &msg.image), ("resource", &msg.resource)] {
+                if let Some(path) = path {
+                    named.push((format!("prompts[{i}].messages[{j}].{field}"), path));
+                }
+            }
+        }
+    }
+    for (i, r) in m.resources.iter().enumerate() {
+        named.push((format!("resources[{i}].file"), &r.file));
+    }
+    for (field, path) in named {
+        let is_file = std::fs::symlink_metadata(dir.join(path)).is_ok_and(|md| md.is_file());
+        if !is_file {
+            return Err(SkillError::MissingFile {
+                skill: label_of(m),
+                field,
+                path: path.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 struct ToolContract {
@@ -104,6 +143,7 @@ impl Skill {
     /// ```
     pub fn load_dir(sandbox: &Sandbox, dir: &Path) -> Result<Skill, SkillError> {
         let manifest = SkillManifest::load_dir(dir)?;
+        published_files_exist(&manifest, dir)?;
         let wasm = match &manifest.component {
             Some(rel) => {
                 let path = dir.join(rel);

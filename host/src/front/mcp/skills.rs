@@ -137,15 +137,22 @@ pub(crate) fn skill_of_uri(uri: &str) -> Option<&str> {
 pub(crate) fn unknown_uri(uri: &str) -> ErrorData {
     // The requested URI in `data` (SEP-2164), unless it is too long to echo.
     let data = (uri.len() <= MAX_ECHOED_URI).then(|| serde_json::json!({ "uri": uri }));
-    ErrorData::invalid_params(
+    let message = if skill_of_uri(uri).is_some() {
         format!(
             "no skill resource `{}` is served to this client; `skills/list` (or \
              `resources/list`) shows the skills it may read, and each skill entry lists \
              its files",
             crate::escape::escape_control(uri, 256, false)
-        ),
-        data,
-    )
+        )
+    } else {
+        format!(
+            "no resource `{}` is served to this client; `resources/list` and \
+             `resources/templates/list` show what it may read (a URI that two of its skills \
+             publish is served by neither)",
+            crate::escape::escape_control(uri, 256, false)
+        )
+    };
+    ErrorData::invalid_params(message, data)
 }
 
 /// The longest requested URI echoed back in an error's `data`.
