@@ -262,3 +262,63 @@ async fn hostile_javascript_is_contained() {
         "a connection reached the listener"
     );
 }
+
+/// A user who answers every question with `answer`.
+#[derive(Debug)]
+struct Answers(skillhost::ElicitAnswer);
+
+impl skillhost::Elicitor for Answers {
+    fn elicit(&self, _skill: &str, _message: String, schema: Value) -> skillhost::ElicitFuture {
+        let answer = self.0.clone();
+        Box::pin(async move {
+            assert_eq!(schema["properties"]["city"]["type"], "string", "{schema}");
+            Ok(answer)
+        })
+    }
+}
+
+/// The Python and JS SDKs' `elicit`: `denied` without a user to ask (an
+/// uncaught `Denied` ends the call as `denied`); with one, each answer
+/// reaches the guest as the SDK documents it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_js_skills_ask_the_user_through_their_sdks() {
+    for (which, tool) in [
+        ("hostile-py", "hostile_py.ask"),
+        ("hostile-js", "hostile_js.ask"),
+    ] {
+        match failure(which, tool, json!({})).await {
+            CallFailure::Tool {
+                error: skillhost::ToolError::Denied(m),
+            } => assert!(m.contains("cannot be asked for input"), "{which}: {m}"),
+            other => panic!("{which}: {other:?}"),
+        }
+        let component = skill(which).component().expect("a component");
+        for (answer, want) in [
+            (
+                skillhost::ElicitAnswer::Accept(json!({"city": "Lyon"})),
+                json!({"action": "accept", "content": {"city": "Lyon"}}),
+            ),
+            (
+                skillhost::ElicitAnswer::Decline,
+                json!({"action": "decline", "content": null}),
+            ),
+            (
+                skillhost::ElicitAnswer::Cancel,
+                json!({"action": "cancel", "content": null}),
+            ),
+        ] {
+            let opts = skillhost::CallOptions {
+                limits: skill(which)
+                    .limits(&LimitsRequest::default())
+                    .expect("limits"),
+                elicit: Some(std::sync::Arc::new(Answers(answer))),
+                ..Default::default()
+            };
+            let out = component
+                .call(tool, "{}", &opts)
+                .await
+                .unwrap_or_else(|e| panic!("{which}: {e}"));
+            assert_eq!(out.output, want, "{which}");
+        }
+    }
+}

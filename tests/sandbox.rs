@@ -1325,3 +1325,98 @@ async fn a_flood_of_progress_and_log_lines_reaches_the_caller_bounded_and_clean(
         .unwrap();
     assert_eq!(out.output, json!(100));
 }
+
+/// Answers every `host.elicit` with `answer`, or never (`None`), and keeps
+/// what it was asked.
+#[derive(Debug)]
+struct ScriptedUser {
+    answer: Option<skillhost::ElicitAnswer>,
+    asked: std::sync::Mutex<Vec<(String, String, Value)>>,
+}
+
+impl skillhost::Elicitor for ScriptedUser {
+    fn elicit(&self, skill: &str, message: String, schema: Value) -> skillhost::ElicitFuture {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((skill.to_string(), message, schema));
+        let answer = self.answer.clone();
+        Box::pin(async move {
+            match answer {
+                Some(a) => Ok(a),
+                None => std::future::pending().await,
+            }
+        })
+    }
+}
+
+/// `host.elicit`: denied without someone to ask; the question and its form
+/// reach whoever the caller passed, and the answer reaches the guest; a
+/// user who never answers ends at the call's deadline, not later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicit_is_denied_without_a_user_and_bounded_by_the_deadline_with_one() {
+    let sb = SandboxBuilder::new().build().unwrap();
+    let fixtures = load_plugin(
+        &sb,
+        art::CONFORMANCE_FIXTURES_DIR,
+        art::CONFORMANCE_FIXTURES_WASM_PATH,
+    )
+    .unwrap();
+    let c = fixtures.component().expect("a component");
+    const TOOL: &str = "test_elicitation_sep1034_defaults";
+
+    let e = c
+        .call(TOOL, "{}", &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot be asked for input"), "{e}");
+
+    let user = Arc::new(ScriptedUser {
+        answer: Some(skillhost::ElicitAnswer::Accept(json!({"name": "Jane"}))),
+        asked: Default::default(),
+    });
+    let opts = CallOptions {
+        elicit: Some(user.clone()),
+        ..Default::default()
+    };
+    let out = c.call(TOOL, "{}", &opts).await.unwrap();
+    assert_eq!(
+        out.output["text"],
+        r#"Elicitation completed: action=accept, content={"name":"Jane"}"#
+    );
+    let asked = user.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].0.starts_with("conformance-fixtures@"), "{asked:?}");
+    assert_eq!(asked[0].2["properties"]["age"]["default"], 30, "{asked:?}");
+
+    let silent = Arc::new(ScriptedUser {
+        answer: None,
+        asked: Default::default(),
+    });
+    let mut opts = CallOptions {
+        elicit: Some(silent),
+        ..Default::default()
+    };
+    opts.limits.timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let e = c.call(TOOL, "{}", &opts).await.unwrap_err();
+    // Whichever sees it first, the call's timer (a deadline trap) or the
+    // wait for the answer, the call ends at its deadline.
+    assert!(
+        matches!(
+            e.failure,
+            CallFailure::Trapped {
+                reason: TrapReason::Deadline,
+                ..
+            }
+        ) || e
+            .to_string()
+            .contains("did not answer before the call's deadline"),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -26,6 +26,7 @@ import {
   config as hostConfig,
   readRef as hostReadRef,
   progress as hostProgress,
+  elicit as hostElicit,
 } from "skillhost:plugin/host@0.1.1";
 
 /** Why a tool call did not produce a result; the message reaches the caller. */
@@ -139,6 +140,24 @@ export function progress(done, total, message) {
     total === undefined || total === null ? null : Number(total),
     message === undefined || message === null ? null : String(message),
   );
+}
+
+/**
+ * Asks the calling user for input in the middle of the call. `schema` is
+ * the form (a JSON Schema object of flat string, number, integer, boolean
+ * and enum properties). Returns `{action: "accept", content}`,
+ * `{action: "decline"}` or `{action: "cancel"}`; throws `Denied` when the
+ * caller cannot be asked.
+ */
+export function elicit(message, schema) {
+  let answer;
+  try {
+    answer = hostElicit(String(message), JSON.stringify(schema));
+  } catch (e) {
+    throw fromWit(e);
+  }
+  if (answer.tag === "accept") return { action: "accept", content: JSON.parse(answer.val) };
+  return { action: answer.tag };
 }
 
 /** Log lines to the host's log, attributed to this skill and call. */

@@ -53,6 +53,7 @@ __all__ = [
     "read_ref",
     "read_ref_all",
     "progress",
+    "elicit",
     "log",
 ]
 
@@ -152,6 +153,24 @@ def progress(done: float, total: Optional[float] = None, message: Optional[str] 
         None if total is None else float(total),
         None if message is None else str(message),
     )
+
+
+def elicit(message: str, schema: Dict[str, Any]) -> "tuple[str, Optional[Dict[str, Any]]]":
+    """Asks the calling user for input in the middle of the call.
+    ``schema`` is the form (a JSON Schema object of flat string, number,
+    integer, boolean and enum properties). Returns ``("accept", content)``,
+    ``("decline", None)`` or ``("cancel", None)``; raises :class:`Denied`
+    when the caller cannot be asked."""
+    try:
+        answer = _host.elicit(str(message), json.dumps(schema))
+    except Err as e:
+        raise _from_wit(e.value) from None
+    kind = type(answer).__name__.lower()
+    if kind.endswith("accept"):
+        return "accept", json.loads(answer.value)
+    if kind.endswith("decline"):
+        return "decline", None
+    return "cancel", None
 
 
 class _Log:

@@ -155,6 +155,41 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
     bindings::skillhost::plugin::host::progress(progress, total, message)
 }
 
+/// What the user answered to [`elicit`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicited {
+    /// The user submitted the form: its content.
+    Accept(serde_json::Value),
+    /// The user refused.
+    Decline,
+    /// The user dismissed the question.
+    Cancel,
+}
+
+/// Asks the calling user for input in the middle of the call: `message`
+/// says what and why; `schema` is the form, a JSON Schema object of flat
+/// string, number, integer, boolean and enum properties. `denied` when the
+/// caller cannot be asked (only an MCP client that declared elicitation,
+/// in a session, can answer).
+///
+/// ```ignore
+/// let form = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}});
+/// match skillhost_guest::elicit("Which city?", &form)? {
+///     skillhost_guest::Elicited::Accept(answer) => { /* answer["city"] */ }
+///     _ => return Err(skillhost_guest::ToolError::Failed("no city given".into())),
+/// }
+/// ```
+pub fn elicit(message: &str, schema: &serde_json::Value) -> Result<Elicited, ToolError> {
+    use bindings::skillhost::plugin::host::ElicitAnswer;
+    match bindings::skillhost::plugin::host::elicit(message, &schema.to_string())? {
+        ElicitAnswer::Accept(text) => serde_json::from_str(&text)
+            .map(Elicited::Accept)
+            .map_err(|e| ToolError::Failed(format!("the answer is not JSON: {e}"))),
+        ElicitAnswer::Decline => Ok(Elicited::Decline),
+        ElicitAnswer::Cancel => Ok(Elicited::Cancel),
+    }
+}
+
 #[cfg(feature = "http")]
 pub mod http;
 

@@ -658,6 +658,13 @@ impl replica::skillhost::plugin::host::Host for State {
     ) -> wasmtime::Result<()> {
         Ok(())
     }
+    fn elicit(
+        &mut self,
+        _message: String,
+        _schema_json: String,
+    ) -> wasmtime::Result<Result<replica::skillhost::plugin::host::ElicitAnswer, ToolError>> {
+        Ok(Err(ToolError::Denied("no user".into())))
+    }
 }
 
 /// The WASI subset the host links (see `add_wasi_subset` in the host).

@@ -112,10 +112,11 @@ pub use limits::{
 };
 pub use sandbox::{
     AddressClass, CallError, CallFailure, CallOptions, CallOutput, Capabilities, DenyReason,
-    GuestLogLevel, GuestLogLine, InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker,
-    LoadError, LoadErrorKind, LogSink, MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound,
-    OutboundLimit, OutboundOutcome, OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme,
-    SecretHeader, SecretValue, SkillComponent, ToolError, TrapReason,
+    ElicitAnswer, ElicitFuture, Elicitor, GuestLogLevel, GuestLogLine, InvalidSecretValue,
+    InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink, MAX_INVOKE_DEPTH,
+    OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord,
+    RefReader, Sandbox, SandboxBuilder, Scheme, SecretHeader, SecretValue, SkillComponent,
+    ToolError, TrapReason,
 };
 
 // State: the data dir and its records.

@@ -147,6 +147,14 @@ pub const MAX_CONTENT_BLOCKS: usize = 64;
 /// held for that.
 pub const MCP_NOTICE_FLUSH_WAIT: Duration = Duration::from_secs(2);
 
+/// Longest `host.elicit` message, in bytes: 4 KiB (a question for a person;
+/// longer is refused, not cut, so that the user sees what the skill meant).
+pub const MAX_ELICIT_MESSAGE_BYTES: usize = 4096;
+
+/// Longest `host.elicit` form schema, in bytes: 64 KiB (a form of a few
+/// dozen fields with their enums and titles).
+pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 << 10;
+
 /// Longest progress message kept, in bytes: 1 KiB (a status line; longer
 /// ones are cut).
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;

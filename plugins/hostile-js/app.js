@@ -1,5 +1,5 @@
 // hostile-js: a JavaScript skill that misbehaves on purpose.
-import { skill } from "./skillhost.js";
+import { skill, elicit } from "./skillhost.js";
 
 export const tools = skill({
   "hostile_js.spin": () => {
@@ -29,4 +29,12 @@ export const tools = skill({
     throw new TypeError("the skill's own bug");
   },
   "hostile_js.ok": () => ({ ok: true }),
+  // No catch: a `denied` answer ends the call as `denied`.
+  "hostile_js.ask": () => {
+    const { action, content } = elicit("Which city?", {
+      type: "object",
+      properties: { city: { type: "string" } },
+    });
+    return { action, content: content === undefined ? null : content };
+  },
 });

@@ -62,4 +62,13 @@ def ok(args: dict) -> dict:
     return {"ok": True}
 
 
+@skill.tool("hostile_py.ask")
+def ask(args: dict) -> dict:
+    # No catch: a `denied` answer ends the call as `denied`.
+    action, content = skillhost.elicit(
+        "Which city?", {"type": "object", "properties": {"city": {"type": "string"}}}
+    )
+    return {"action": action, "content": content}
+
+
 Tools = skill.tools()

@@ -100,6 +100,9 @@ pub struct CallRequest {
     /// Receives a skill's log lines at or above a level (they reach the
     /// host's log either way); `None`: the host's log only.
     pub log: Option<crate::LogSink>,
+    /// Puts a skill's `host.elicit` questions to the caller's user; `None`
+    /// answers them `denied`.
+    pub elicit: Option<Arc<dyn crate::Elicitor>>,
 }
 
 /// What a tool returned.
@@ -710,6 +713,7 @@ impl HostInner {
                 .clone(),
             progress: req.progress.clone(),
             log: req.log.clone(),
+            elicit: req.elicit.clone(),
         };
         let call = skill.run_validated(&entry.spec.tool, args, &opts);
         let result = match &req.cancel {

@@ -8,18 +8,22 @@ use super::invoke::{InvokeRequest, MAX_INVOKE_DEPTH};
 use super::outcome::ToolError;
 use super::state::CallState;
 use crate::escape::escape_control;
-use crate::limits::MAX_PROGRESS_MESSAGE_BYTES;
+use crate::limits::{
+    MAX_ELICIT_MESSAGE_BYTES, MAX_ELICIT_SCHEMA_BYTES, MAX_PROGRESS_MESSAGE_BYTES,
+};
 
 wasmtime::component::bindgen!({
     world: "skill",
     path: "../wit",
     imports: {
         "skillhost:plugin/host.invoke": async | trappable,
+        "skillhost:plugin/host.elicit": async | trappable,
         default: trappable,
     },
     exports: { default: async },
 });
 
+use self::skillhost::plugin::host::ElicitAnswer;
 use self::skillhost::plugin::types::{LogLevel, ToolError as WitToolError};
 
 /// Longest log message kept, in bytes; longer ones are cut.
@@ -166,5 +170,61 @@ impl skillhost::plugin::host::Host for CallState {
         let skill = self.identity.skill.clone();
         self.notices.progress(&skill, progress, total, message);
         Ok(())
+    }
+
+    async fn elicit(
+        &mut self,
+        message: String,
+        schema_json: String,
+    ) -> wasmtime::Result<Result<ElicitAnswer, WitToolError>> {
+        self.charge_hostward(message.len() + schema_json.len())?;
+        let Some(elicitor) = self.elicit.clone() else {
+            return Ok(Err(WitToolError::Denied(
+                "this call's caller cannot be asked for input: only an MCP client that \
+                 declared elicitation, in a session, can answer `elicit`"
+                    .into(),
+            )));
+        };
+        if message.len() > MAX_ELICIT_MESSAGE_BYTES || schema_json.len() > MAX_ELICIT_SCHEMA_BYTES {
+            return Ok(Err(WitToolError::InvalidInput(format!(
+                "an `elicit` message is at most {MAX_ELICIT_MESSAGE_BYTES} bytes and its schema \
+                 at most {MAX_ELICIT_SCHEMA_BYTES}"
+            ))));
+        }
+        let schema: serde_json::Value = match serde_json::from_str(&schema_json) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(Err(WitToolError::InvalidInput(format!(
+                    "the `elicit` schema is not JSON: {e}"
+                ))));
+            }
+        };
+        let message = escape_control(
+            &crate::escape::redact(&self.redact, &message),
+            MAX_ELICIT_MESSAGE_BYTES,
+            false,
+        );
+        let asked = elicitor.elicit(&self.identity.skill, message, schema);
+        let answer =
+            match tokio::time::timeout_at(tokio::time::Instant::from_std(self.deadline), asked)
+                .await
+            {
+                Ok(a) => a,
+                Err(_) => Err(ToolError::Failed(
+                    "the user did not answer before the call's deadline".into(),
+                )),
+            };
+        let answer = match answer {
+            Ok(super::ElicitAnswer::Accept(content)) => {
+                let text = content.to_string();
+                // The answer is copied into guest memory; it counts too.
+                self.charge_hostward(text.len())?;
+                ElicitAnswer::Accept(text)
+            }
+            Ok(super::ElicitAnswer::Decline) => ElicitAnswer::Decline,
+            Ok(super::ElicitAnswer::Cancel) => ElicitAnswer::Cancel,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        Ok(Ok(answer))
     }
 }

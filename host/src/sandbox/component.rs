@@ -102,6 +102,9 @@ pub struct CallOptions {
     /// Receives the call's log lines at or above its level (they go to the
     /// host's log either way); `None` sends them only to the host's log.
     pub log: Option<super::LogSink>,
+    /// Puts the component's `host.elicit` questions to the calling user;
+    /// `None` answers every one `denied`.
+    pub elicit: Option<std::sync::Arc<dyn super::Elicitor>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -116,6 +119,7 @@ impl fmt::Debug for CallOptions {
             .field("redact", &self.redact.len())
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.as_ref().map(|l| l.min))
+            .field("elicit", &self.elicit.is_some())
             .finish()
     }
 }
@@ -305,6 +309,7 @@ impl SkillComponent {
             assets: opts.assets.clone().filter(|_| caps.assets),
             redact: opts.redact.clone(),
             notices: super::Notices::new(opts.progress.clone(), opts.log.clone()),
+            elicit: opts.elicit.clone(),
         };
         let identity = CallIdentity {
             skill: self.inner.label.clone(),

@@ -8,6 +8,7 @@
 mod bindings;
 mod cache;
 mod component;
+mod elicit;
 mod imports;
 mod invoke;
 mod notices;
@@ -24,6 +25,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
 pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
+pub use elicit::{ElicitAnswer, ElicitFuture, Elicitor};
 pub use imports::Capabilities;
 pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefReader};
 pub(crate) use notices::Notices;

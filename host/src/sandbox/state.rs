@@ -237,6 +237,8 @@ pub(crate) struct CallState {
     pub redact: Arc<[String]>,
     /// Where progress reports and log lines go besides the host's log.
     pub notices: super::Notices,
+    /// Who answers `host.elicit`; `None` denies it.
+    pub elicit: Option<Arc<dyn super::Elicitor>>,
 }
 
 /// Where a call's assets folder is, read-only, in the guest: `/assets`.
@@ -254,6 +256,8 @@ pub(crate) struct CallReach {
     pub redact: Arc<[String]>,
     /// Where progress reports and log lines go besides the host's log.
     pub notices: super::Notices,
+    /// Who answers `host.elicit`; `None` denies it.
+    pub elicit: Option<Arc<dyn super::Elicitor>>,
 }
 
 impl CallState {
@@ -312,6 +316,7 @@ impl CallState {
             outbound: reach.outbound,
             redact: reach.redact,
             notices: reach.notices,
+            elicit: reach.elicit,
         })
     }
 

@@ -112,6 +112,92 @@ fn multiple_content_types(_: NoArgs) -> Result<serde_json::Value, ToolError> {
     ]))
 }
 
+#[derive(Serialize)]
+struct Completed {
+    text: String,
+}
+
+/// Asks the user with `schema`; says what came back.
+fn ask(message: &str, schema: serde_json::Value) -> Result<Completed, ToolError> {
+    let (action, content) = match skillhost_guest::elicit(message, &schema)? {
+        skillhost_guest::Elicited::Accept(c) => ("accept", c),
+        skillhost_guest::Elicited::Decline => ("decline", serde_json::Value::Null),
+        skillhost_guest::Elicited::Cancel => ("cancel", serde_json::Value::Null),
+    };
+    Ok(Completed {
+        text: format!("Elicitation completed: action={action}, content={content}"),
+    })
+}
+
+/// `elicitation-sep1034-defaults`: a form with a default for every
+/// primitive type.
+fn elicitation_defaults(_: NoArgs) -> Result<Completed, ToolError> {
+    ask(
+        "Please review and update the form fields with defaults",
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "description": "User status",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active"
+                },
+                "verified": {"type": "boolean", "description": "Verification status", "default": true}
+            }
+        }),
+    )
+}
+
+/// `elicitation-sep1330-enums`: the five enum shapes of SEP-1330.
+fn elicitation_enums(_: NoArgs) -> Result<Completed, ToolError> {
+    ask(
+        "Please select options from the enum fields",
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "untitledSingle": {
+                    "type": "string",
+                    "description": "Select one option",
+                    "enum": ["option1", "option2", "option3"]
+                },
+                "titledSingle": {
+                    "type": "string",
+                    "description": "Select one option with titles",
+                    "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"}
+                    ]
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "description": "Select one option (legacy)",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"]
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options",
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]}
+                },
+                "titledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options with titles",
+                    "items": {"anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}
+                    ]}
+                }
+            }
+        }),
+    )
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct IdArgs {
@@ -197,6 +283,8 @@ skill! {
     "test_embedded_resource" => embedded_resource,
     "test_multiple_content_types" => multiple_content_types,
     "test_template_data" => template_data,
+    "test_elicitation_sep1034_defaults" => elicitation_defaults,
+    "test_elicitation_sep1330_enums" => elicitation_enums,
     "test_elicitation" => elicitation,
     "test_streaming_elicitation" => streaming_elicitation,
     "test_input_required_result_elicitation" => input_required,

@@ -45,6 +45,7 @@
 //! the tools notification follows its tools.
 
 pub(crate) mod confirm;
+mod elicit;
 mod forward;
 mod logging;
 mod prompts;
@@ -437,6 +438,7 @@ impl McpFront {
             cancel: Some(context.ct.clone()),
             progress: progress.clone(),
             log,
+            elicit: elicit::elicitor(context),
             ..Default::default()
         };
         let report = self.host.call(&self.caller, name, args.clone(), &req).await;
