@@ -78,6 +78,7 @@ impl Env {
             dir.join("conformance_fixtures.wasm"),
         )
         .expect("component");
+        common::copy_fixture_files(&dir);
         let (bytes, _) = skillhost::pack_dir(&dir, Some(&self.key)).expect("pack");
         let file = self.work.join(format!("{SKILL}-{version}.skill"));
         std::fs::write(&file, bytes).expect("bundle");

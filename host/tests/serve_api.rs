@@ -1147,6 +1147,7 @@ fn bundle_asking(work: &Path, key: &SecretKey, version: &str, permissions: &str)
         dir.join("conformance_fixtures.wasm"),
     )
     .expect("copy wasm");
+    common::copy_fixture_files(&dir);
     pack_dir(&dir, Some(key)).expect("pack").0
 }
 

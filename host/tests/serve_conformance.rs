@@ -413,19 +413,7 @@ fn fixture_skill(dir: &Path) -> PathBuf {
         .expect("component path");
     std::fs::copy(art::CONFORMANCE_FIXTURES_WASM_PATH, folder.join(component))
         .expect("copy component");
-    for (dir, f) in [
-        ("prompt", "pixel.png"),
-        ("prompt", "resource.txt"),
-        ("resource", "static-text.txt"),
-        ("resource", "watched.txt"),
-    ] {
-        std::fs::create_dir_all(folder.join(dir)).expect("mkdir");
-        std::fs::copy(
-            Path::new(art::CONFORMANCE_FIXTURES_DIR).join(dir).join(f),
-            folder.join(dir).join(f),
-        )
-        .expect("copy a fixture file");
-    }
+    common::copy_fixture_files(&folder);
     folder
 }
 

@@ -223,3 +223,18 @@ pub fn local_skills_data(work: &Path, hostile: bool) -> PathBuf {
     .expect("settings");
     data
 }
+
+/// Copies the folders of the conformance fixtures' prompt and resource files
+/// (`prompt/`, `resource/`) into the skill folder `dir`: a skill naming a
+/// file it does not have fails to load.
+pub fn copy_fixture_files(dir: &Path) {
+    let src = Path::new(skillhost_test_plugins::CONFORMANCE_FIXTURES_DIR);
+    for sub in ["prompt", "resource"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("mkdir");
+        for entry in std::fs::read_dir(src.join(sub)).expect("a fixture folder") {
+            let entry = entry.expect("an entry");
+            std::fs::copy(entry.path(), dir.join(sub).join(entry.file_name()))
+                .expect("copy a fixture file");
+        }
+    }
+}
