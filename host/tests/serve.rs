@@ -448,6 +448,36 @@ fn published_prompts_and_resources_resist_shadowing_and_bad_input() {
     );
     assert_eq!(r["subscribe_ok"], json!({}), "{r}");
     assert_eq!(r["unsubscribe_ok"], json!({}), "{r}");
+    // Every refusal is an audit event naming the request and why.
+    let refused = tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(async {
+            let host = skillhost::HostBuilder::new(&data)
+                .build()
+                .await
+                .expect("the data dir opens");
+            let events = host.recent_events(1000).expect("events");
+            host.shutdown().await;
+            events
+        })
+        .into_iter()
+        .filter(|e| e.kind == "refused" && e.persona.as_deref() == Some("reader"))
+        .map(|e| e.detail)
+        .collect::<Vec<_>>();
+    for (request, says) in [
+        ("prompts/get", "needs the argument `topic`"),
+        ("prompts/get", "has no argument `evil`"),
+        ("prompts/get", "unknown prompt `shared_prompt`"),
+        ("resources/read", "no resource `test://shared`"),
+        ("completion/complete", "has no argument `nope`"),
+        ("resources/subscribe", "no resource `test://nothing`"),
+    ] {
+        assert!(
+            refused.iter().any(|d| d["request"] == request
+                && d["reason"].as_str().is_some_and(|r| r.contains(says))),
+            "no refused {request} event saying {says:?}: {refused:?}"
+        );
+    }
 
     // A persona without alpha sees none of it, and now beta's shared name
     // and URI are its alone.

@@ -250,6 +250,18 @@ impl McpFront {
         Ok((served, next))
     }
 
+    /// `r`, with a refusal of the caller's `what` request (a `-32602`: what
+    /// it named is not there for it, or is malformed) recorded as a
+    /// `refused` audit event.
+    fn audited<T>(&self, what: &str, r: Result<T, ErrorData>) -> Result<T, ErrorData> {
+        if let Err(e) = &r
+            && e.code == rmcp::model::ErrorCode::INVALID_PARAMS
+        {
+            self.host.refused(&self.caller, "", what, &e.message);
+        }
+        r
+    }
+
     /// `resources/read` of a URI a skill publishes: one of its files, or
     /// a template read by its tool (a call as the reader, with the URI's
     /// variables as arguments).
@@ -802,17 +814,21 @@ impl ServerHandler for McpFront {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if context.meta.protocol_version().is_some() {
-            // Gone from 2026-07-28 (no sessions to hold a subscription).
-            return Err(ErrorData::method_not_found::<SubscribeRequestMethod>());
+        let result = async {
+            if context.meta.protocol_version().is_some() {
+                // Gone from 2026-07-28 (no sessions to hold a subscription).
+                return Err(ErrorData::method_not_found::<SubscribeRequestMethod>());
+            }
+            let all = self.skills()?;
+            let Some(stamp) = subscriptions::stamp(&all, &request.uri) else {
+                return Err(unknown_uri(&request.uri));
+            };
+            self.subscriptions
+                .add(&request.uri, Some(stamp))
+                .map_err(|e| ErrorData::invalid_params(e, None))
         }
-        let all = self.skills()?;
-        let Some(stamp) = subscriptions::stamp(&all, &request.uri) else {
-            return Err(unknown_uri(&request.uri));
-        };
-        self.subscriptions
-            .add(&request.uri, Some(stamp))
-            .map_err(|e| ErrorData::invalid_params(e, None))
+        .await;
+        self.audited("resources/subscribe", result)
     }
 
     async fn unsubscribe(
@@ -832,43 +848,51 @@ impl ServerHandler for McpFront {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let (values, total) = match &request.r#ref {
-            Reference::Prompt(p) => {
-                let skills = self.skills()?;
-                let Some((_, decl)) = prompts::find(&skills, &p.name) else {
-                    // A skill's instructions prompt takes no arguments.
-                    if skills.iter().any(|s| s.entry.name == p.name) {
-                        return Ok(CompleteResult::default());
-                    }
-                    return Err(ErrorData::invalid_params(
-                        format!(
-                            "unknown prompt `{}`",
-                            crate::escape::escape_control(&p.name, 128, false)
-                        ),
-                        None,
-                    ));
-                };
-                prompts::complete(decl, &request.argument.name, &request.argument.value)
-                    .ok_or_else(|| {
-                        ErrorData::invalid_params(
+        let result = async {
+            let (values, total) = match &request.r#ref {
+                Reference::Prompt(p) => {
+                    let skills = self.skills()?;
+                    let Some((_, decl)) = prompts::find(&skills, &p.name) else {
+                        // A skill's instructions prompt takes no arguments.
+                        if skills.iter().any(|s| s.entry.name == p.name) {
+                            return Ok(CompleteResult::default());
+                        }
+                        return Err(ErrorData::invalid_params(
                             format!(
-                                "prompt `{}` has no argument `{}`",
-                                decl.name,
-                                crate::escape::escape_control(&request.argument.name, 64, false)
+                                "unknown prompt `{}`",
+                                crate::escape::escape_control(&p.name, 128, false)
                             ),
                             None,
-                        )
-                    })?
-            }
-            // No resource templates are served: nothing to complete.
-            _ => (Vec::new(), 0),
-        };
-        let shown = values.len();
-        let mut info =
-            CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
-        info.total = Some(total);
-        info.has_more = Some(usize::try_from(total).unwrap_or(usize::MAX) > shown);
-        Ok(CompleteResult::new(info))
+                        ));
+                    };
+                    prompts::complete(decl, &request.argument.name, &request.argument.value)
+                        .ok_or_else(|| {
+                            ErrorData::invalid_params(
+                                format!(
+                                    "prompt `{}` has no argument `{}`",
+                                    decl.name,
+                                    crate::escape::escape_control(
+                                        &request.argument.name,
+                                        64,
+                                        false
+                                    )
+                                ),
+                                None,
+                            )
+                        })?
+                }
+                // No resource templates are served: nothing to complete.
+                _ => (Vec::new(), 0),
+            };
+            let shown = values.len();
+            let mut info =
+                CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+            info.total = Some(total);
+            info.has_more = Some(usize::try_from(total).unwrap_or(usize::MAX) > shown);
+            Ok(CompleteResult::new(info))
+        }
+        .await;
+        self.audited("completion/complete", result)
     }
 
     #[allow(deprecated)] // logging: see `logging.rs`
@@ -940,21 +964,27 @@ impl ServerHandler for McpFront {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let uri = request.uri;
-        if skill_of_uri(&uri).is_none() {
-            return self.published_resource(&uri, &context).await;
+        let result = async {
+            let uri = request.uri;
+            if skill_of_uri(&uri).is_none() {
+                return self.published_resource(&uri, &context).await;
+            }
+            let skill = self.served_skill(&uri).await?;
+            let host = self.host.clone();
+            let read_uri = uri.clone();
+            let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
+                .await
+                .map_err(|e| {
+                    ErrorData::internal_error(format!("reading {uri} failed: {e}"), None)
+                })?;
+            match read {
+                None => Err(unknown_uri(&uri)),
+                Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
+                Some(Ok(result)) => Ok(result.into()),
+            }
         }
-        let skill = self.served_skill(&uri).await?;
-        let host = self.host.clone();
-        let read_uri = uri.clone();
-        let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("reading {uri} failed: {e}"), None))?;
-        match read {
-            None => Err(unknown_uri(&uri)),
-            Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
-            Some(Ok(result)) => Ok(result.into()),
-        }
+        .await;
+        self.audited("resources/read", result)
     }
 
     async fn list_prompts(
@@ -986,32 +1016,36 @@ impl ServerHandler for McpFront {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let skills = self.skills()?;
-        if let Some((info, decl)) = prompts::find(&skills, &request.name) {
-            return self
-                .declared_prompt(info, decl, request.arguments.as_ref())
-                .await;
-        }
-        let Some(m) = skills
-            .iter()
-            .find(|s| s.entry.name == request.name)
-            .and_then(|s| s.manifest.as_ref())
-        else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown prompt `{}`; `prompts/list` shows the prompts (each skill's \
+        let result = async {
+            let skills = self.skills()?;
+            if let Some((info, decl)) = prompts::find(&skills, &request.name) {
+                return self
+                    .declared_prompt(info, decl, request.arguments.as_ref())
+                    .await;
+            }
+            let Some(m) = skills
+                .iter()
+                .find(|s| s.entry.name == request.name)
+                .and_then(|s| s.manifest.as_ref())
+            else {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown prompt `{}`; `prompts/list` shows the prompts (each skill's \
                      instructions and the prompts it declares) this client may use",
-                    crate::escape::escape_control(&request.name, 128, false)
-                ),
-                None,
-            ));
-        };
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
-            Role::User,
-            crate::front::mcp::skills::prompt_text(m),
-        )])
-        .with_description(&m.description)
-        .into())
+                        crate::escape::escape_control(&request.name, 128, false)
+                    ),
+                    None,
+                ));
+            };
+            Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+                Role::User,
+                crate::front::mcp::skills::prompt_text(m),
+            )])
+            .with_description(&m.description)
+            .into())
+        }
+        .await;
+        self.audited("prompts/get", result)
     }
 
     /// Legacy era (after `initialize`): notifications go to the session.
