@@ -10,16 +10,13 @@ test (host/tests/serve.rs) asserts on it. Every wait is bounded.
 
 import json
 import sys
-from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
-from mcp_types import Request
-from pydantic import TypeAdapter
+
+import raw_request
 
 
-def failure(e):
-    return {"error": str(e), "code": getattr(getattr(e, "error", None), "code", None)}
 
 
 async def main():
@@ -33,11 +30,7 @@ async def main():
         async with Client(params, mode=mode) as client:
 
             async def raw(method, params):
-                try:
-                    request = Request[dict[str, Any] | None, str](method=method, params=params)
-                    return await client.session.send_request(request, TypeAdapter(dict[str, Any]))
-                except Exception as e:  # the SDK raises on a JSON-RPC error
-                    return failure(e)
+                return await raw_request.raw(client, method, params)
 
             report["prompts"] = await raw("prompts/list", {})
             report["resources"] = await raw("resources/list", {})

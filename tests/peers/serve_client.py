@@ -13,12 +13,12 @@ import json
 import subprocess
 import sys
 import time
-from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
-from mcp_types import Request
-from pydantic import TypeAdapter
+
+import raw_request
+from raw_request import failure
 
 
 def dump(value):
@@ -27,9 +27,6 @@ def dump(value):
     return value
 
 
-def failure(e):
-    """What a JSON-RPC error looked like: its code and message."""
-    return {"error": str(e), "code": getattr(getattr(e, "error", None), "code", None)}
 
 
 async def main():
@@ -73,11 +70,7 @@ async def main():
 
         # Skills (SEP-2640), sent as raw requests: the SDK has no skills client.
         async def raw(method, params):
-            try:
-                request = Request[dict[str, Any] | None, str](method=method, params=params)
-                return await client.session.send_request(request, TypeAdapter(dict[str, Any]))
-            except Exception as e:  # the SDK raises on a JSON-RPC error
-                return failure(e)
+            return await raw_request.raw(client, method, params)
 
         report["capabilities"] = dump(client.server_capabilities)
         report["skills_list"] = await raw("skills/list", {})

@@ -223,10 +223,10 @@ impl McpFront {
     /// page's cursor.
     async fn skill_page(
         &self,
+        all: Vec<SkillInfo>,
         request: Option<PaginatedRequestParams>,
     ) -> Result<(Vec<ServedSkill>, Option<String>), ErrorData> {
-        let skills: Vec<SkillInfo> = self
-            .skills()?
+        let skills: Vec<SkillInfo> = all
             .into_iter()
             .filter(|s| crate::front::mcp::skills::servable_name(&s.entry.name))
             .collect();
@@ -274,24 +274,16 @@ impl McpFront {
         match resources::find(&all, uri) {
             None => Err(unknown_uri(uri)),
             Some(resources::Target::File(info, decl)) => {
+                let skill = Arc::new(self.served(info.clone()).await?);
                 let file = skills::file_uri(&info.entry.name, &decl.file);
-                let skill = self.served_skill(&file).await?;
-                let host = self.host.clone();
-                let read_uri = file.clone();
-                let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
-                    .await
-                    .map_err(|e| {
-                        ErrorData::internal_error(format!("reading {uri} failed: {e}"), None)
-                    })?;
-                match read {
-                    Some(Ok(r)) => Ok(ReadResourceResult::new(
+                match self.read_file(&skill, &file).await? {
+                    Some(r) => Ok(ReadResourceResult::new(
                         r.contents
                             .into_iter()
                             .map(|c| resources::republished(decl, c))
                             .collect(),
                     )
                     .into()),
-                    Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
                     None => Err(ErrorData::internal_error(
                         format!(
                             "`{uri}` is the file `{}` of skill `{}`, which the skill does not have",
@@ -346,6 +338,8 @@ impl McpFront {
     ) -> Result<GetPromptResponse, ErrorData> {
         let args = prompts::arguments(decl, arguments)?;
         let mut messages = Vec::new();
+        // Listed once, when the first file message needs it.
+        let mut served: Option<Arc<ServedSkill>> = None;
         for (role, part) in prompts::parts(decl, &args) {
             let path = match &part {
                 prompts::Part::Text(t) => {
@@ -354,18 +348,13 @@ impl McpFront {
                 }
                 prompts::Part::Image(p) | prompts::Part::Resource(p) => *p,
             };
+            let skill = match &served {
+                Some(s) => s,
+                None => served.insert(Arc::new(self.served(info.clone()).await?)),
+            };
             let uri = skills::file_uri(&info.entry.name, path);
-            let skill = self.served_skill(&uri).await?;
-            let host = self.host.clone();
-            let read_uri = uri.clone();
-            let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
-                .await
-                .map_err(|e| {
-                    ErrorData::internal_error(format!("reading {uri} failed: {e}"), None)
-                })?;
-            let contents = match read {
-                Some(Ok(mut r)) if !r.contents.is_empty() => r.contents.swap_remove(0),
-                Some(Err(e)) => return Err(ErrorData::internal_error(e, None)),
+            let contents = match self.read_file(skill, &uri).await? {
+                Some(mut r) if !r.contents.is_empty() => r.contents.swap_remove(0),
                 _ => {
                     return Err(ErrorData::internal_error(
                         format!(
@@ -396,10 +385,30 @@ impl McpFront {
             .into_iter()
             .find(|s| s.entry.name == name)
             .ok_or_else(|| unknown_uri(uri))?;
+        self.served(info).await
+    }
+
+    /// `info`'s skill, served (its files listed, off the async threads).
+    async fn served(&self, info: SkillInfo) -> Result<ServedSkill, ErrorData> {
         let host = self.host.clone();
         tokio::task::spawn_blocking(move || ServedSkill::new(host.data(), &info))
             .await
             .map_err(|e| ErrorData::internal_error(format!("reading the skill failed: {e}"), None))?
+            .map_err(|e| ErrorData::internal_error(e, None))
+    }
+
+    /// The file of `skill` at `uri`, read off the async threads; `None`
+    /// when the skill lists no such file.
+    async fn read_file(
+        &self,
+        skill: &Arc<ServedSkill>,
+        uri: &str,
+    ) -> Result<Option<ReadResourceResult>, ErrorData> {
+        let (skill, host, read_uri) = (skill.clone(), self.host.clone(), uri.to_string());
+        tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("reading {uri} failed: {e}"), None))?
+            .transpose()
             .map_err(|e| ErrorData::internal_error(e, None))
     }
 }
@@ -915,7 +924,7 @@ impl ServerHandler for McpFront {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
-        let (served, next) = self.skill_page(request).await?;
+        let (served, next) = self.skill_page(self.skills()?, request).await?;
         let mut result =
             ListSkillsResult::with_all_items(served.into_iter().map(|s| s.entry).collect());
         result.next_cursor = next;
@@ -940,8 +949,8 @@ impl ServerHandler for McpFront {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let (served, next) = self.skill_page(request).await?;
         let all = self.skills()?;
+        let (served, next) = self.skill_page(all.clone(), request).await?;
         let mut result = ListResourcesResult::with_all_items(
             served
                 .iter()
@@ -969,18 +978,10 @@ impl ServerHandler for McpFront {
             if skill_of_uri(&uri).is_none() {
                 return self.published_resource(&uri, &context).await;
             }
-            let skill = self.served_skill(&uri).await?;
-            let host = self.host.clone();
-            let read_uri = uri.clone();
-            let read = tokio::task::spawn_blocking(move || skill.read(host.data(), &read_uri))
-                .await
-                .map_err(|e| {
-                    ErrorData::internal_error(format!("reading {uri} failed: {e}"), None)
-                })?;
-            match read {
+            let skill = Arc::new(self.served_skill(&uri).await?);
+            match self.read_file(&skill, &uri).await? {
                 None => Err(unknown_uri(&uri)),
-                Some(Err(e)) => Err(ErrorData::internal_error(e, None)),
-                Some(Ok(result)) => Ok(result.into()),
+                Some(result) => Ok(result.into()),
             }
         }
         .await;
