@@ -33,6 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, TransportKind};
+use crate::oauth::{Challenge, SharedManager, TokenStore};
 use crate::policy::StdioPolicy;
 use crate::process::{ServerProcess, SpawnSpec, StopStep};
 use crate::redirect::RefusedRedirects;
@@ -199,6 +200,13 @@ pub enum CallErrorKind {
     /// The server's answer did not make sense.
     #[error("unexpected answer: {0}")]
     Protocol(String),
+    /// The server answered with an OAuth challenge (this is its
+    /// `WWW-Authenticate` value). The manager answers it with a sign-in
+    /// when it can, and otherwise reports the server as not ready, so
+    /// callers of [`McpManager::call`](crate::McpManager::call) do not see
+    /// this kind.
+    #[error("the server asks for a sign-in")]
+    SignIn(String),
 }
 
 /// A call that failed, naming the server and the tool.
@@ -291,10 +299,58 @@ fn secs_text(d: Duration) -> String {
 /// Everything a connection needs from its owner.
 pub(crate) struct ConnectContext<'a> {
     pub policy: &'a StdioPolicy,
+    /// The server's folder (its token file lives there).
+    pub dir: std::path::PathBuf,
     /// The server's working folder (stdio).
     pub work_dir: std::path::PathBuf,
     pub log: Arc<StderrLog>,
     pub signals: mpsc::UnboundedSender<ServerSignal>,
+}
+
+/// Why a session could not be opened (or its tools not listed).
+#[derive(Debug, Clone)]
+pub(crate) enum OpenError {
+    /// Anything but a sign-in: the message says what happened.
+    Failed(String),
+    /// The server answered with an OAuth challenge.
+    SignIn(Challenge),
+}
+
+impl OpenError {
+    /// The message for the server's status.
+    pub fn message(&self, server: &str) -> String {
+        match self {
+            OpenError::Failed(m) => m.clone(),
+            OpenError::SignIn(c) => sign_in_message(server, c),
+        }
+    }
+}
+
+impl From<String> for OpenError {
+    fn from(m: String) -> Self {
+        OpenError::Failed(m)
+    }
+}
+
+/// What an operator reads when a server wants a sign-in.
+pub(crate) fn sign_in_message(server: &str, c: &Challenge) -> String {
+    if c.insufficient_scope && !c.scopes.is_empty() {
+        format!(
+            "the server needs a sign-in with more scope ({}): run `skillhost mcp login {server} --scope {}`",
+            c.scopes.join(" "),
+            c.scopes.join(" --scope ")
+        )
+    } else {
+        format!("the server needs a sign-in: run `skillhost mcp login {server}`")
+    }
+}
+
+/// The OAuth side of a streamable HTTP session.
+pub(crate) struct SessionAuth {
+    /// The manager the transport takes its tokens from.
+    pub manager: SharedManager,
+    /// The server's token file.
+    pub store: TokenStore,
 }
 
 /// One live session.
@@ -310,6 +366,10 @@ pub(crate) struct Connection {
     pub info: SessionInfo,
     pid: Option<i32>,
     _listen: Option<tokio::task::JoinHandle<()>>,
+    /// Streamable HTTP servers that may ask for OAuth.
+    pub auth: Option<SessionAuth>,
+    /// The server's URL (HTTP), to resolve a challenge's relative URLs.
+    url: String,
 }
 
 fn lifecycle_auto() -> ClientLifecycleMode {
@@ -330,6 +390,66 @@ fn discover_answered_by_legacy(e: &rmcp::service::ClientInitializeError) -> bool
     )
 }
 
+/// How a streamable HTTP handshake failed.
+enum HttpHandshake {
+    TimedOut,
+    /// A `401`/`403` with this `WWW-Authenticate` challenge.
+    Challenged(String),
+    Failed(String),
+}
+
+/// The streamable HTTP handshake over `client`: the modern probe, and
+/// `initialize` on a fresh transport when a legacy server answered it.
+async fn http_handshake<C>(
+    client: C,
+    cfg: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+    handler: Handler,
+    deadline: tokio::time::Instant,
+) -> Result<RunningService<RoleClient, Handler>, HttpHandshake>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    use rmcp::transport::StreamableHttpClientTransport;
+    let transport = StreamableHttpClientTransport::with_client(client.clone(), cfg.clone());
+    let outcome = tokio::time::timeout_at(
+        deadline,
+        serve_client_with_lifecycle(handler.clone(), transport, lifecycle_auto()),
+    )
+    .await
+    .map_err(|_| HttpHandshake::TimedOut)?;
+    let e = match outcome {
+        Ok(service) => return Ok(service),
+        Err(e) => e,
+    };
+    if let Some(header) = e.auth_challenge() {
+        return Err(HttpHandshake::Challenged(header.to_string()));
+    }
+    if !discover_answered_by_legacy(&e) {
+        return Err(HttpHandshake::Failed(e.to_string()));
+    }
+    // The probe is spent with its transport; the legacy server gets
+    // `initialize` on a fresh one.
+    let probe = format!("{e}; then `initialize` on a new connection: ");
+    let transport = StreamableHttpClientTransport::with_client(client, cfg);
+    let outcome = tokio::time::timeout_at(
+        deadline,
+        serve_client_with_lifecycle(handler, transport, ClientLifecycleMode::Initialize),
+    )
+    .await
+    .map_err(|_| HttpHandshake::TimedOut)?;
+    match outcome {
+        Ok(service) => Ok(service),
+        Err(e) => match e.auth_challenge() {
+            Some(header) => Err(HttpHandshake::Challenged(header.to_string())),
+            None => Err(HttpHandshake::Failed(format!("{probe}{e}"))),
+        },
+    }
+}
+
 impl Connection {
     /// Starts (stdio) or reaches (HTTP) the server and runs the handshake,
     /// bounded by the server's connect timeout. On failure nothing is left
@@ -338,7 +458,7 @@ impl Connection {
     pub async fn open(
         config: &ServerConfig,
         ctx: ConnectContext<'_>,
-    ) -> Result<Connection, String> {
+    ) -> Result<Connection, OpenError> {
         let started = Instant::now();
         let progress: ProgressSinks = Arc::default();
         let handler = Handler {
@@ -350,6 +470,7 @@ impl Connection {
             (config.transport == TransportKind::Stdio).then(Arc::default);
         let timeout = config.timeouts.connect();
         let mut refused = None;
+        let mut auth = None;
         let (service, process) = match config.transport {
             TransportKind::Stdio => {
                 let command = config.command.clone().unwrap_or_default();
@@ -395,12 +516,11 @@ impl Connection {
                         };
                         process.stop(Duration::from_millis(200)).await;
                         ctx.log.settle(Duration::from_millis(500)).await;
-                        return Err(describe_failure(&why, &fault, &mut process, &ctx.log));
+                        return Err(describe_failure(&why, &fault, &mut process, &ctx.log).into());
                     }
                 }
             }
             TransportKind::StreamableHttp => {
-                use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 let url = config.url.clone().unwrap_or_default();
                 let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.clone());
@@ -423,46 +543,39 @@ impl Connection {
                 let http = crate::redirect::http_client(&redirects)?;
                 refused = Some(redirects.clone());
                 let deadline = tokio::time::Instant::now() + timeout;
-                let transport =
-                    StreamableHttpClientTransport::with_client(http.clone(), cfg.clone());
-                let mut outcome = tokio::time::timeout_at(
-                    deadline,
-                    serve_client_with_lifecycle(handler.clone(), transport, lifecycle_auto()),
-                )
-                .await;
-                let mut probe = None;
-                if let Ok(Err(e)) = &outcome
-                    && discover_answered_by_legacy(e)
-                {
-                    // The probe is spent with its transport; the legacy
-                    // server gets `initialize` on a fresh one.
-                    probe = Some(format!("{e}; then `initialize` on a new connection: "));
-                    let transport = StreamableHttpClientTransport::with_client(http, cfg);
-                    outcome = tokio::time::timeout_at(
-                        deadline,
-                        serve_client_with_lifecycle(
-                            handler,
-                            transport,
-                            ClientLifecycleMode::Initialize,
-                        ),
-                    )
-                    .await;
-                }
-                let service = outcome
-                    .map_err(|_| format!("no answer from {url} within {}", secs_text(timeout)))
-                    .and_then(|r| {
-                        r.map_err(|e| {
-                            let why = format!("{}{e}", probe.unwrap_or_default());
-                            format!(
+                let outcome = if config.uses_oauth() {
+                    let store = TokenStore::new(&ctx.dir, &url);
+                    let manager = crate::oauth::stored_manager(config, &store).await?;
+                    let client = rmcp::transport::AuthClient::new(http, manager);
+                    auth = Some(SessionAuth {
+                        manager: client.auth_manager.clone(),
+                        store,
+                    });
+                    http_handshake(client, cfg, handler, deadline).await
+                } else {
+                    http_handshake(http, cfg, handler, deadline).await
+                };
+                let service = match outcome {
+                    Err(HttpHandshake::TimedOut) => {
+                        return Err(
+                            format!("no answer from {url} within {}", secs_text(timeout)).into(),
+                        );
+                    }
+                    Err(HttpHandshake::Challenged(header)) => {
+                        return Err(OpenError::SignIn(Challenge::parse(&header, &url)));
+                    }
+                    Err(HttpHandshake::Failed(why)) => {
+                        return Err(match redirects.explain() {
+                            Some(why) => format!("handshake with {url} failed: {why}"),
+                            None => format!(
                                 "handshake with {url} failed: {}",
                                 redact_error(&why, config)
-                            )
-                        })
-                    })
-                    .map_err(|e| match redirects.explain() {
-                        Some(why) => format!("handshake with {url} failed: {why}"),
-                        None => e,
-                    })?;
+                            ),
+                        }
+                        .into());
+                    }
+                    Ok(service) => service,
+                };
                 (service, None)
             }
             TransportKind::Sse => {
@@ -562,6 +675,8 @@ impl Connection {
             info,
             pid,
             _listen: listen,
+            auth,
+            url: config.url.clone().unwrap_or_default(),
         })
     }
 
@@ -590,16 +705,16 @@ impl Connection {
     }
 
     /// Every tool, following `nextCursor` pages, as raw JSON.
-    pub async fn list_tools(&self) -> Result<Vec<Value>, String> {
-        let tools = self
-            .service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+    pub async fn list_tools(&self) -> Result<Vec<Value>, OpenError> {
+        let tools = self.service.peer().list_all_tools().await.map_err(|e| {
+            match (e.auth_challenge(), &self.auth) {
+                (Some(header), Some(_)) => OpenError::SignIn(Challenge::parse(header, &self.url)),
+                _ => OpenError::Failed(format!("tools/list failed: {e}")),
+            }
+        })?;
         tools
             .into_iter()
-            .map(|t| serde_json::to_value(t).map_err(|e| e.to_string()))
+            .map(|t| serde_json::to_value(t).map_err(|e| OpenError::Failed(e.to_string())))
             .collect()
     }
 
@@ -706,7 +821,10 @@ impl Connection {
                 message: e.message.to_string(),
             }),
             Err(rmcp::ServiceError::TransportClosed) => Err(self.disconnected(&handle.id)),
-            Err(e) => Err(CallErrorKind::Protocol(e.to_string())),
+            Err(e) => match (e.auth_challenge(), &self.auth) {
+                (Some(header), Some(_)) => Err(CallErrorKind::SignIn(header.to_string())),
+                _ => Err(CallErrorKind::Protocol(e.to_string())),
+            },
         }
     }
 

@@ -40,6 +40,8 @@ use std::time::Duration;
 use cap_std::fs::Dir;
 use serde::{Deserialize, Serialize};
 
+use crate::oauth::OAuthSettings;
+
 /// File name of the server configuration in the data dir.
 pub const CONFIG_FILE: &str = "mcp_servers.json";
 
@@ -255,6 +257,11 @@ pub struct ServerConfig {
     /// HTTP transports: headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, Secret>,
+    /// Streamable HTTP: how to sign in when the server asks for OAuth (see
+    /// [`OAuthSettings`]). A server without this signs in with the
+    /// defaults; one with a static `Authorization` header never does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthSettings>,
     /// Whether the host connects to it. Default `true`.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -320,12 +327,41 @@ impl ServerConfig {
             allow_env: Vec::new(),
             url: None,
             headers: BTreeMap::new(),
+            oauth: None,
             enabled: true,
             allowed_persona_ids: Vec::new(),
             timeouts: Timeouts::default(),
             tools: BTreeMap::new(),
             specialist: None,
         }
+    }
+
+    /// Whether `headers` sets `Authorization` (static credentials: the
+    /// host then never signs in with OAuth).
+    ///
+    /// ```
+    /// let mut s = skillhost_mcp::ServerConfig::http("n",
+    ///     skillhost_mcp::TransportKind::StreamableHttp, "https://x/mcp");
+    /// assert!(!s.has_static_authorization());
+    /// s.headers.insert("authorization".into(), skillhost_mcp::Secret::new("Bearer t"));
+    /// assert!(s.has_static_authorization());
+    /// ```
+    pub fn has_static_authorization(&self) -> bool {
+        self.headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization"))
+    }
+
+    /// Whether the host answers this server's OAuth challenges: a
+    /// streamable HTTP server without a static `Authorization` header.
+    ///
+    /// ```
+    /// let s = skillhost_mcp::ServerConfig::http("n",
+    ///     skillhost_mcp::TransportKind::StreamableHttp, "https://x/mcp");
+    /// assert!(s.uses_oauth());
+    /// ```
+    pub fn uses_oauth(&self) -> bool {
+        self.transport == TransportKind::StreamableHttp && !self.has_static_authorization()
     }
 
     /// Checks the fields that depend on each other. The error names the
@@ -409,6 +445,21 @@ impl ServerConfig {
                         "`command`, `args`, `env` and `allow_env` are for transport `stdio`; remove them for `{}`",
                         self.transport
                     ));
+                }
+                if let Some(oauth) = &self.oauth {
+                    if self.transport != TransportKind::StreamableHttp {
+                        return Err(
+                            "`oauth` is for transport `streamable_http`; legacy SSE servers take static `headers`"
+                                .into(),
+                        );
+                    }
+                    if self.has_static_authorization() {
+                        return Err(
+                            "`oauth` and an `Authorization` header both say how to authenticate; keep one"
+                                .into(),
+                        );
+                    }
+                    oauth.validate()?;
                 }
                 for (k, v) in &self.headers {
                     if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {

@@ -19,6 +19,7 @@ mod client;
 mod config;
 mod import;
 mod manager;
+pub mod oauth;
 mod policy;
 mod proc_table;
 mod process;
@@ -38,6 +39,10 @@ pub use import::{import_desktop_config, merge_imported};
 pub use manager::{
     ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy, ServerState,
     ServerStatus, TestReport, TestStep, register_discovered, server_dir, test_server,
+};
+pub use oauth::{
+    Browser, HeadlessBrowser, LOGIN_WAIT, LoopbackBrowser, MAX_SIGN_IN_ATTEMPTS, OAuthSettings,
+    SignInReport, SignInState, TOKEN_FILE, sign_in_state,
 };
 pub use policy::{
     ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy, code_loading_env,

@@ -27,9 +27,11 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{
-    CallError, CallErrorKind, ConnectContext, Connection, Progress, ServerSignal, SessionInfo,
+    CallError, CallErrorKind, ConnectContext, Connection, OpenError, Progress, ServerSignal,
+    SessionInfo, sign_in_message,
 };
 use crate::config::{McpConfig, ServerConfig, valid_server_name};
+use crate::oauth::{Browser, Challenge, MAX_SIGN_IN_ATTEMPTS, TokenStore, sign_in};
 use crate::policy::StdioPolicy;
 use crate::stderr_log::StderrLog;
 use crate::tools::{McpTool, classify_tools};
@@ -48,6 +50,10 @@ pub enum ServerState {
     Degraded,
     /// Restarted too often; stays down until enabled again.
     Failed,
+    /// The server asks for an OAuth sign-in that the host cannot do by
+    /// itself; it waits for `skillhost mcp login` (it notices the new
+    /// tokens within a second).
+    NeedsSignIn,
 }
 
 impl std::fmt::Display for ServerState {
@@ -193,6 +199,12 @@ pub struct ManagerOptions {
     /// Time a stdio server gets to exit after stdin closes, and again after
     /// `SIGTERM`. Default 2 s.
     pub stop_grace: Duration,
+    /// Who answers a server's OAuth challenge in-line (at most
+    /// [`MAX_SIGN_IN_ATTEMPTS`] sign-ins per connection or call). Default
+    /// none: such a server becomes [`ServerState::NeedsSignIn`] and a call
+    /// that hits a challenge fails saying which `skillhost mcp login` to
+    /// run.
+    pub browser: Option<Arc<dyn Browser>>,
 }
 
 impl ManagerOptions {
@@ -209,6 +221,7 @@ impl ManagerOptions {
             restart: RestartPolicy::default(),
             pins: Arc::new(MemoryPins::default()),
             stop_grace: Duration::from_secs(2),
+            browser: None,
         }
     }
 }
@@ -523,6 +536,13 @@ impl McpManager {
             found = lookup();
         }
         let Some((tool, disabled_reason)) = found else {
+            let status = slot.status.borrow().clone();
+            if status.state == ServerState::NeedsSignIn {
+                return Err(err(
+                    name,
+                    CallErrorKind::NotReady(status.last_error.unwrap_or_default()),
+                ));
+            }
             return Err(err(
                 name,
                 CallErrorKind::NotReady(format!("no MCP tool is registered as {name:?}")),
@@ -558,14 +578,8 @@ impl McpManager {
             return Err(err(&tool.tool, CallErrorKind::NotReady(why)));
         };
         let cancel = cancel.unwrap_or_default();
-        match conn
-            .call(
-                &tool.tool,
-                args.clone(),
-                tool.timeout,
-                &cancel,
-                progress.clone(),
-            )
+        match self
+            .call_signed_in(&slot, &conn, &tool, args.clone(), &cancel, progress.clone())
             .await
         {
             // The request never reached the server: wait for the
@@ -575,8 +589,7 @@ impl McpManager {
                 let Some(fresh) = fresh else {
                     return Err(err(&tool.tool, CallErrorKind::Disconnected(why)));
                 };
-                fresh
-                    .call(&tool.tool, args, tool.timeout, &cancel, progress)
+                self.call_signed_in(&slot, &fresh, &tool, args, &cancel, progress)
                     .await
                     .map_err(|kind| match kind {
                         CallErrorKind::NotDelivered(w) => CallErrorKind::Disconnected(w),
@@ -585,6 +598,68 @@ impl McpManager {
                     .map_err(|kind| err(&tool.tool, kind))
             }
             r => r.map_err(|kind| err(&tool.tool, kind)),
+        }
+    }
+
+    /// One call on `conn`, answering the server's OAuth challenges with
+    /// the manager's browser (at most [`MAX_SIGN_IN_ATTEMPTS`] sign-ins,
+    /// each followed by the call once more); without a browser, or when
+    /// they do not satisfy the server, the call fails as not ready, saying
+    /// which sign-in to run.
+    async fn call_signed_in(
+        &self,
+        slot: &Slot,
+        conn: &Connection,
+        tool: &CallTarget,
+        args: serde_json::Map<String, Value>,
+        cancel: &CancellationToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallToolResult, CallErrorKind> {
+        let mut sign_ins = 0;
+        loop {
+            let outcome = conn
+                .call(
+                    &tool.tool,
+                    args.clone(),
+                    tool.timeout,
+                    cancel,
+                    progress.clone(),
+                )
+                .await;
+            let Err(CallErrorKind::SignIn(header)) = outcome else {
+                return outcome;
+            };
+            let config = slot
+                .config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let challenge = Challenge::parse(&header, config.url.as_deref().unwrap_or_default());
+            let message = sign_in_message(&config.name, &challenge);
+            let (Some(browser), Some(auth)) = (&self.inner.opts.browser, &conn.auth) else {
+                if !challenge.insufficient_scope {
+                    slot.set(|s| s.last_error = Some(message.clone()));
+                }
+                return Err(CallErrorKind::NotReady(message));
+            };
+            if sign_ins >= MAX_SIGN_IN_ATTEMPTS {
+                return Err(CallErrorKind::NotReady(format!(
+                    "{message} (the server still refused after {sign_ins} sign-ins)"
+                )));
+            }
+            sign_ins += 1;
+            match sign_in(
+                &config,
+                &auth.store,
+                browser.as_ref(),
+                Some(&challenge),
+                &[],
+            )
+            .await
+            {
+                Ok(m) => *auth.manager.lock().await = m,
+                Err(e) => return Err(CallErrorKind::NotReady(e)),
+            }
         }
     }
 
@@ -710,15 +785,9 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
             .clone();
         slot.set(|s| s.state = ServerState::Starting);
         let (sig_tx, mut sig_rx) = mpsc::unbounded_channel();
-        let ctx = ConnectContext {
-            policy: &inner.opts.policy,
-            work_dir: server_dir(&inner.opts.data_root, &config.name).join("work"),
-            log: slot.log.clone(),
-            signals: sig_tx,
-        };
         let opened = tokio::select! {
-            r = Connection::open(&config, ctx) => r,
-            _ = stop.cancelled() => Err(String::new()),
+            r = open_session(&inner, &slot, &config, &sig_tx) => r,
+            _ = stop.cancelled() => Err(OpenError::Failed(String::new())),
         };
         if stop.is_cancelled() {
             if let Ok(conn) = opened {
@@ -728,58 +797,81 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
             return;
         }
         let failure = match opened {
-            Err(e) => e,
+            Err(OpenError::SignIn(challenge)) => {
+                let message = sign_in_message(&config.name, &challenge);
+                slot.log.note(&format!("--- skillhost: {message} ---"));
+                slot.set(|s| {
+                    s.state = ServerState::NeedsSignIn;
+                    s.last_error = Some(message);
+                    s.pid = None;
+                    s.session = None;
+                });
+                let url = config.url.clone().unwrap_or_default();
+                let store = TokenStore::new(&server_dir(&inner.opts.data_root, &config.name), &url);
+                if wait_for_sign_in(&store, &stop).await {
+                    continue;
+                }
+                finish_disabled(&slot);
+                return;
+            }
+            Err(OpenError::Failed(e)) => e,
             Ok(conn) => {
-                let conn = Arc::new(conn);
-                match discover(&inner, &slot, &config, &conn).await {
-                    Err(e) => {
-                        conn.shutdown(inner.opts.stop_grace).await;
-                        e
-                    }
-                    Ok(()) => {
-                        *slot.conn.write().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
-                        let tools = slot.tools.read().unwrap_or_else(|e| e.into_inner()).len();
-                        slot.set(|s| {
-                            s.state = ServerState::Ready;
-                            s.pid = conn.pid();
-                            s.session = Some(conn.info.clone());
-                            s.tools = tools;
-                        });
-                        let ended = loop {
-                            tokio::select! {
-                                _ = stop.cancelled() => break None,
-                                _ = conn.closed() => {
-                                    let status = conn.exit_status().await;
-                                    let mut why = conn.fault().unwrap_or_else(|| "the session ended".into());
-                                    if let Some(st) = status {
-                                        why.push_str(&format!("; the process {st}"));
-                                        // Its last words, before reading them.
-                                        slot.log.settle(Duration::from_millis(500)).await;
+                *slot.conn.write().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+                let tools = slot.tools.read().unwrap_or_else(|e| e.into_inner()).len();
+                slot.set(|s| {
+                    s.state = ServerState::Ready;
+                    s.pid = conn.pid();
+                    s.session = Some(conn.info.clone());
+                    s.tools = tools;
+                });
+                let mut token_stamp = conn.auth.as_ref().map(|a| a.store.stamp());
+                let ended = loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => break None,
+                        _ = tokio::time::sleep(TOKEN_FILE_POLL), if token_stamp.is_some() => {
+                            if let Some(auth) = &conn.auth {
+                                let now = auth.store.stamp();
+                                if token_stamp != Some(now) {
+                                    token_stamp = Some(now);
+                                    // Signed in (or refreshed) elsewhere: take the
+                                    // client and tokens the file holds now.
+                                    match crate::oauth::stored_manager(&config, &auth.store).await {
+                                        Ok(m) => *auth.manager.lock().await = m,
+                                        Err(e) => tracing::warn!(server = %config.name, "{e}"),
                                     }
-                                    if let Some(l) = slot.log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
-                                        why.push_str(&format!("; last stderr line: {l}"));
-                                    }
-                                    break Some(why);
-                                }
-                                Some(ServerSignal::ToolsChanged) = sig_rx.recv() => {
-                                    if let Err(e) = discover(&inner, &slot, &config, &conn).await {
-                                        tracing::warn!(server = %config.name, "re-discovery failed: {e}");
-                                    }
-                                    let tools = slot.tools.read().unwrap_or_else(|e| e.into_inner()).len();
-                                    slot.set(|s| s.tools = tools);
                                 }
                             }
-                        };
-                        *slot.conn.write().unwrap_or_else(|e| e.into_inner()) = None;
-                        conn.shutdown(inner.opts.stop_grace).await;
-                        match ended {
-                            None => {
-                                finish_disabled(&slot);
-                                return;
+                        }
+                        _ = conn.closed() => {
+                            let status = conn.exit_status().await;
+                            let mut why = conn.fault().unwrap_or_else(|| "the session ended".into());
+                            if let Some(st) = status {
+                                why.push_str(&format!("; the process {st}"));
+                                // Its last words, before reading them.
+                                slot.log.settle(Duration::from_millis(500)).await;
                             }
-                            Some(why) => why,
+                            if let Some(l) = slot.log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
+                                why.push_str(&format!("; last stderr line: {l}"));
+                            }
+                            break Some(why);
+                        }
+                        Some(ServerSignal::ToolsChanged) = sig_rx.recv() => {
+                            if let Err(e) = discover(&inner, &slot, &config, &conn).await {
+                                tracing::warn!(server = %config.name, "re-discovery failed: {}", e.message(&config.name));
+                            }
+                            let tools = slot.tools.read().unwrap_or_else(|e| e.into_inner()).len();
+                            slot.set(|s| s.tools = tools);
                         }
                     }
+                };
+                *slot.conn.write().unwrap_or_else(|e| e.into_inner()) = None;
+                conn.shutdown(inner.opts.stop_grace).await;
+                match ended {
+                    None => {
+                        finish_disabled(&slot);
+                        return;
+                    }
+                    Some(why) => why,
                 }
             }
         };
@@ -823,6 +915,96 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
             _ = stop.cancelled() => {
                 finish_disabled(&slot);
                 return;
+            }
+        }
+    }
+}
+
+/// How often a server waiting for a sign-in, or one using OAuth, looks
+/// at its token file for tokens written by another process.
+const TOKEN_FILE_POLL: Duration = Duration::from_secs(1);
+
+/// Opens a session and lists its tools, answering OAuth challenges with
+/// the manager's browser (at most [`MAX_SIGN_IN_ATTEMPTS`] sign-ins);
+/// returns the challenge when there is no browser or the sign-ins did not
+/// satisfy the server.
+async fn open_session(
+    inner: &Inner,
+    slot: &Slot,
+    config: &ServerConfig,
+    signals: &mpsc::UnboundedSender<ServerSignal>,
+) -> Result<Arc<Connection>, OpenError> {
+    let dir = server_dir(&inner.opts.data_root, &config.name);
+    let mut sign_ins = 0;
+    loop {
+        let ctx = ConnectContext {
+            policy: &inner.opts.policy,
+            dir: dir.clone(),
+            work_dir: dir.join("work"),
+            log: slot.log.clone(),
+            signals: signals.clone(),
+        };
+        let challenge = match Connection::open(config, ctx).await {
+            Err(OpenError::SignIn(c)) => c,
+            Err(e) => return Err(e),
+            Ok(conn) => {
+                let conn = Arc::new(conn);
+                loop {
+                    match discover(inner, slot, config, &conn).await {
+                        Ok(()) => return Ok(conn),
+                        Err(OpenError::SignIn(c)) if sign_ins < MAX_SIGN_IN_ATTEMPTS => {
+                            let (Some(browser), Some(auth)) = (&inner.opts.browser, &conn.auth)
+                            else {
+                                conn.shutdown(inner.opts.stop_grace).await;
+                                return Err(OpenError::SignIn(c));
+                            };
+                            sign_ins += 1;
+                            match sign_in(config, &auth.store, browser.as_ref(), Some(&c), &[])
+                                .await
+                            {
+                                Ok(m) => *auth.manager.lock().await = m,
+                                Err(e) => {
+                                    conn.shutdown(inner.opts.stop_grace).await;
+                                    return Err(OpenError::Failed(e));
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            conn.shutdown(inner.opts.stop_grace).await;
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        let Some(browser) = inner
+            .opts
+            .browser
+            .as_ref()
+            .filter(|_| sign_ins < MAX_SIGN_IN_ATTEMPTS)
+        else {
+            return Err(OpenError::SignIn(challenge));
+        };
+        sign_ins += 1;
+        let url = config.url.clone().unwrap_or_default();
+        let store = TokenStore::new(&dir, &url);
+        sign_in(config, &store, browser.as_ref(), Some(&challenge), &[])
+            .await
+            .map_err(OpenError::Failed)?;
+    }
+}
+
+/// Waits until the token file changes (a sign-in by `skillhost mcp
+/// login`): `true`, or `false` when the server is stopped first.
+async fn wait_for_sign_in(store: &TokenStore, stop: &CancellationToken) -> bool {
+    let before = store.stamp();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return false,
+            _ = tokio::time::sleep(TOKEN_FILE_POLL) => {
+                if store.stamp() != before && store.has_tokens() {
+                    return true;
+                }
             }
         }
     }
@@ -876,10 +1058,10 @@ async fn discover(
     slot: &Slot,
     config: &ServerConfig,
     conn: &Connection,
-) -> Result<(), String> {
+) -> Result<(), OpenError> {
     let raw = tokio::time::timeout(config.timeouts.connect(), conn.list_tools())
         .await
-        .map_err(|_| "tools/list got no answer in time".to_string())??;
+        .map_err(|_| OpenError::Failed("tools/list got no answer in time".into()))??;
     let (tools, warnings) = classify_tools(config, &raw);
     for w in warnings {
         tracing::warn!(server = %config.name, "{w}");
@@ -999,6 +1181,7 @@ pub async fn test_server(
     let (sig_tx, _sig_rx) = mpsc::unbounded_channel();
     let ctx = ConnectContext {
         policy,
+        dir: dir.clone(),
         work_dir: dir.join("work"),
         log,
         signals: sig_tx,
@@ -1007,7 +1190,9 @@ pub async fn test_server(
     let conn = match Connection::open(config, ctx).await {
         Ok(c) => c,
         Err(e) => {
-            report.steps.push(step("connect", t, Some(e)));
+            report
+                .steps
+                .push(step("connect", t, Some(e.message(&config.name))));
             return report;
         }
     };
@@ -1022,7 +1207,9 @@ pub async fn test_server(
             true
         }
         Ok(Err(e)) => {
-            report.steps.push(step("tools/list", t, Some(e)));
+            report
+                .steps
+                .push(step("tools/list", t, Some(e.message(&config.name))));
             false
         }
         Err(_) => {

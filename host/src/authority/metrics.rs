@@ -218,15 +218,17 @@ fn state_str(state: ServerState) -> &'static str {
         ServerState::Ready => "ready",
         ServerState::Degraded => "degraded",
         ServerState::Failed => "failed",
+        ServerState::NeedsSignIn => "needs_sign_in",
     }
 }
 
-const SERVER_STATES: [ServerState; 5] = [
+const SERVER_STATES: [ServerState; 6] = [
     ServerState::Disabled,
     ServerState::Starting,
     ServerState::Ready,
     ServerState::Degraded,
     ServerState::Failed,
+    ServerState::NeedsSignIn,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]

@@ -18,12 +18,13 @@
 //! not apply to a tools client).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use skillhost_mcp::{
-    CallToolResult, Era, ManagerOptions, McpConfig, McpManager, RegisteredTool, RestartPolicy,
-    ServerConfig, ServerState, TransportKind,
+    CallToolResult, Era, HeadlessBrowser, ManagerOptions, McpConfig, McpManager, OAuthSettings,
+    RegisteredTool, RestartPolicy, Secret, ServerConfig, ServerState, TransportKind,
 };
 
 /// The server's name in the manager's configuration; tools are registered
@@ -117,8 +118,12 @@ async fn run(url: &str, scenario: &str, version: &str, context: &Value) -> Resul
         max_restarts: 0,
         ..RestartPolicy::default()
     };
+    // The suite's authorization servers answer the authorization request
+    // with a redirect at once: no person signs in.
+    opts.browser = Some(Arc::new(HeadlessBrowser::new(REDIRECT_URI)));
     let manager = McpManager::new(opts);
     let mut server = ServerConfig::http(SERVER, TransportKind::StreamableHttp, url);
+    server.oauth = Some(oauth_settings(context)?);
     server.timeouts.connect_secs = Some(CONNECT_TIMEOUT_SECS);
     server.timeouts.read_only_secs = Some(CALL_TIMEOUT_SECS);
     server.timeouts.mutating_secs = Some(CALL_TIMEOUT_SECS);
@@ -130,6 +135,29 @@ async fn run(url: &str, scenario: &str, version: &str, context: &Value) -> Resul
     .await;
     manager.shutdown().await;
     outcome
+}
+
+/// Where the headless sign-in tells authorization servers to send the
+/// user back (never contacted: the code is read from the redirect).
+const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
+
+/// The client ID metadata document an operator of this client would
+/// publish; the suite's authorization servers accept it without fetching.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The OAuth settings of the scenario: pre-registered credentials when its
+/// context gives them (`client_id`, `client_secret`), and the client ID
+/// metadata document URL.
+fn oauth_settings(context: &Value) -> Result<OAuthSettings, String> {
+    let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_string);
+    let settings = OAuthSettings {
+        client_id: text("client_id"),
+        client_secret: text("client_secret").map(Secret::new),
+        client_metadata_url: Some(CLIENT_METADATA_URL.into()),
+        ..OAuthSettings::default()
+    };
+    settings.validate()?;
+    Ok(settings)
 }
 
 /// Connects the one server and waits until it is ready (handshake and
@@ -271,6 +299,16 @@ async fn run_scenario(
                 .map(|t| t.tool.input_schema)
                 .unwrap_or(Value::Null);
             call(manager, "json_schema_echo", json!({"schema": schema})).await?;
+            Ok(())
+        }
+        // The authorization scenarios check the sign-in the connection
+        // needed; a tools client then uses what it was given: call every
+        // tool (a tool call may need more scope: step-up).
+        s if s.starts_with("auth/") => {
+            for t in manager.tools() {
+                let args = sample_arguments(&t.tool.input_schema);
+                call(manager, &t.tool.tool, args).await?;
+            }
             Ok(())
         }
         other => Err(Failure::Unknown(format!(

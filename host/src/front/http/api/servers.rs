@@ -311,6 +311,8 @@ impl ServerInput {
             allow_env: self.allow_env,
             url: self.url,
             headers: secrets("headers", self.headers, current.map(|c| &c.headers))?,
+            // Set in mcp_servers.json; a replacement through the API keeps it.
+            oauth: current.and_then(|c| c.oauth.clone()),
             enabled: current.is_some_and(|c| c.enabled),
             allowed_persona_ids: allowed,
             timeouts: Timeouts {
