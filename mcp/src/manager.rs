@@ -412,7 +412,10 @@ impl McpManager {
                 let state = rx.borrow_and_update().state;
                 if matches!(
                     state,
-                    ServerState::Ready | ServerState::Failed | ServerState::Disabled
+                    ServerState::Ready
+                        | ServerState::Failed
+                        | ServerState::Disabled
+                        | ServerState::NeedsSignIn
                 ) && !(state == ServerState::Disabled && slot.task_running())
                 {
                     return;
@@ -1028,6 +1031,9 @@ async fn next_session(
             let state = slot.status.borrow().state;
             if matches!(state, ServerState::Failed | ServerState::Disabled) && !slot.task_running()
             {
+                return None;
+            }
+            if state == ServerState::NeedsSignIn {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

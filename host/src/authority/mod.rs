@@ -205,7 +205,12 @@ impl HostInner {
         let mut secrets: Vec<String> = mcp
             .servers
             .iter()
-            .flat_map(|s| s.env.values().chain(s.headers.values()))
+            .flat_map(|s| {
+                s.env
+                    .values()
+                    .chain(s.headers.values())
+                    .chain(s.oauth.as_ref().and_then(|o| o.client_secret.as_ref()))
+            })
             .flat_map(|v| secret_forms(v.expose()))
             .collect();
         let specialists = if settings.specialists.is_empty() {

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use skillhost_mcp::{McpConfig, McpTool, ServerConfig, ServerState, TestReport};
+use skillhost_mcp::{
+    McpConfig, McpTool, ServerConfig, ServerState, SignInReport, SignInState, TestReport,
+};
 
 use super::{Host, HostInner};
 use crate::error::ServerError;
@@ -190,6 +192,48 @@ impl Host {
             step.error = step.error.as_deref().map(|e| self.redacted(e));
         }
         Ok(report)
+    }
+
+    /// Signs in to server `name` with OAuth through `browser` (for the
+    /// CLI, a [`skillhost_mcp::LoopbackBrowser`]), asking for `scopes` on
+    /// top of what the server suggests, and keeps the tokens in the
+    /// server's token file; a running `serve` picks them up within a
+    /// second. Records a `server_signed_in` event.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// let browser = skillhost_mcp::HeadlessBrowser::new("http://127.0.0.1/callback");
+    /// let report = host.sign_in_mcp_server("tickets", &browser, &[]).await?;
+    /// println!("{:?}", report.state);
+    /// # Ok(()) }
+    /// ```
+    pub async fn sign_in_mcp_server(
+        &self,
+        name: &str,
+        browser: &dyn skillhost_mcp::Browser,
+        scopes: &[String],
+    ) -> Result<SignInReport, ServerError> {
+        let server = self.mcp_server(name)?;
+        upstream::sign_in(&self.inner.data, &server, browser, scopes)
+            .await
+            .map_err(|e| match e {
+                ServerError::Unreachable(m) => ServerError::Unreachable(self.redacted(&m)),
+                other => other,
+            })
+    }
+
+    /// Removes server `name`'s OAuth tokens (`true` when there were
+    /// some); records a `server_signed_out` event.
+    pub fn sign_out_mcp_server(&self, name: &str) -> Result<bool, ServerError> {
+        let server = self.mcp_server(name)?;
+        upstream::sign_out(&self.inner.data, &server)
+    }
+
+    /// Where server `name` stands with OAuth (from its token file; no
+    /// token is shown).
+    pub fn mcp_sign_in_state(&self, name: &str) -> Result<SignInState, ServerError> {
+        let server = self.mcp_server(name)?;
+        Ok(skillhost_mcp::sign_in_state(&self.inner.data.root, &server))
     }
 
     /// Server `name`'s tools as they would be registered, with their pin

@@ -5,7 +5,12 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use skillhost_mcp::{CONFIG_FILE, ServerConfig, TestReport, TransportKind};
+use std::sync::Arc;
+
+use skillhost_mcp::{
+    CONFIG_FILE, LOGIN_WAIT, LoopbackBrowser, ServerConfig, SignInState, TestReport,
+    TransportKind, sign_in_state,
+};
 
 use skillhost::{Host, ServerError};
 
@@ -70,6 +75,30 @@ pub(crate) enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Sign in to a streamable HTTP server that asks for OAuth: prints the
+    /// authorization URL (and opens it when a desktop is there), waits for
+    /// the authorization server's redirect on 127.0.0.1, and keeps the
+    /// tokens in the server's token file (mode 0600). A running `serve`
+    /// uses them within a second.
+    Login {
+        /// The server.
+        name: String,
+        /// A scope to ask for on top of what the server suggests
+        /// (repeatable), e.g. the one a refused call named.
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// Only print the URL; do not open a browser.
+        #[arg(long)]
+        no_open: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a server's OAuth tokens (sign out).
+    Logout {
+        /// The server.
+        name: String,
+    },
     /// Print the tail of a stdio server's stderr log.
     Logs {
         /// The server.
@@ -122,6 +151,45 @@ fn split_pair(s: &str, seps: &[char]) -> Option<(String, String)> {
     Some((s[..i].trim().to_string(), s[i + 1..].trim().to_string()))
 }
 
+/// A sign-in state in a few words (no token).
+fn sign_in_text(state: &SignInState) -> String {
+    match state {
+        SignInState::NotUsed => "not used".into(),
+        SignInState::SignedOut => "not signed in (`skillhost mcp login NAME` when it asks)".into(),
+        SignInState::Unusable { reason } => format!("token file not used: {reason}"),
+        SignInState::SignedIn {
+            issuer,
+            scopes,
+            expires_at,
+            refreshable,
+        } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let expiry = match expires_at {
+                Some(t) if *t > now => format!("expires in {} min", (t - now).div_ceil(60)),
+                Some(_) => "expired".into(),
+                None => "no expiry given".into(),
+            };
+            format!(
+                "signed in with {}{}, {expiry}, {}",
+                issuer.as_deref().unwrap_or("an authorization server"),
+                if scopes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (scopes {})", scopes.join(" "))
+                },
+                if *refreshable {
+                    "renewed automatically"
+                } else {
+                    "no refresh token: sign in again when it expires"
+                }
+            )
+        }
+    }
+}
+
 /// The server as JSON with every secret value masked.
 pub(crate) fn masked(s: &ServerConfig) -> Value {
     let mask = |m: &std::collections::BTreeMap<String, skillhost_mcp::Secret>| -> Value {
@@ -137,6 +205,14 @@ pub(crate) fn masked(s: &ServerConfig) -> Value {
         "allow_env": s.allow_env,
         "url": s.url,
         "headers": mask(&s.headers),
+        "oauth": s.oauth.as_ref().map(|o| json!({
+            "client_id": o.client_id,
+            "client_secret": o.client_secret.as_ref().map(|_| "***"),
+            "client_metadata_url": o.client_metadata_url,
+            "scopes": o.scopes,
+            "redirect_port": o.redirect_port,
+            "allow_private_addresses": o.allow_private_addresses,
+        })),
         "enabled": s.enabled,
         "allowed_persona_ids": s.allowed_persona_ids,
         "timeouts": {
@@ -161,7 +237,15 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
         McpCommand::List { json } => {
             let config = host.mcp_servers()?;
             if json {
-                let all: Vec<Value> = config.servers.iter().map(masked).collect();
+                let all: Vec<Value> = config
+                    .servers
+                    .iter()
+                    .map(|s| {
+                        let mut v = masked(s);
+                        v["sign_in"] = json!(sign_in_state(host.data_dir(), s));
+                        v
+                    })
+                    .collect();
                 println!("{}", serde_json::to_string_pretty(&all)?);
             } else if config.servers.is_empty() {
                 println!(
@@ -187,8 +271,12 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                         .map(|k| format!("{k}=***"))
                         .chain(s.headers.keys().map(|k| format!("{k}: ***")))
                         .collect();
+                    let sign_in = match sign_in_state(host.data_dir(), s) {
+                        SignInState::NotUsed => String::new(),
+                        state => format!("  oauth: {}", sign_in_text(&state)),
+                    };
                     println!(
-                        "{:<20} {:<8} {:<15} {}{}{}",
+                        "{:<20} {:<8} {:<15} {}{}{}{sign_in}",
                         s.name,
                         if s.enabled { "enabled" } else { "disabled" },
                         s.transport.to_string(),
@@ -260,6 +348,48 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                 ),
             }
             println!("enabled {name:?}");
+            Ok(())
+        }
+        McpCommand::Login {
+            name,
+            scopes,
+            no_open,
+            json,
+        } => {
+            let server = host.mcp_server(&name)?;
+            let port = server
+                .oauth
+                .as_ref()
+                .and_then(|o| o.redirect_port)
+                .unwrap_or(0);
+            let shown = name.clone();
+            let browser = LoopbackBrowser::new(
+                port,
+                LOGIN_WAIT,
+                Arc::new(move |url: &str| {
+                    eprintln!(
+                        "To sign in to {shown:?}, open this URL in a browser:\n\n  {url}\n\n\
+                         Waiting for the sign-in (at most {} minutes)…",
+                        LOGIN_WAIT.as_secs() / 60
+                    );
+                }),
+                !no_open,
+            );
+            let report = host.sign_in_mcp_server(&name, &browser, &scopes).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("signed in to {name:?}: {}", sign_in_text(&report.state));
+                println!("tokens kept in {}", report.token_file.display());
+            }
+            Ok(())
+        }
+        McpCommand::Logout { name } => {
+            if host.sign_out_mcp_server(&name)? {
+                println!("signed out of {name:?} (its tokens are removed)");
+            } else {
+                println!("{name:?} had no tokens");
+            }
             Ok(())
         }
         McpCommand::Disable { name } => {

@@ -15,7 +15,9 @@ pub(crate) mod pins;
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use skillhost_mcp::{CONFIG_FILE, McpConfig, McpTool, ServerConfig, TestReport};
+use skillhost_mcp::{
+    CONFIG_FILE, McpConfig, McpTool, ServerConfig, SignInReport, SignInState, TestReport,
+};
 
 use crate::error::{ServerError, StateError};
 use crate::state::Store;
@@ -190,6 +192,56 @@ fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> Result<(), ServerEr
 pub(crate) async fn test(data: &DataDir, server: &ServerConfig) -> Result<TestReport, ServerError> {
     let policy = stdio_policy(&data.settings()?);
     Ok(skillhost_mcp::test_server(server, &policy, &data.root).await)
+}
+
+/// Signs in to `server` (OAuth) through `browser`, asking for `scopes` on
+/// top of what it suggests, and records a `server_signed_in` event naming
+/// the issuer and the scopes (never a token).
+pub(crate) async fn sign_in(
+    data: &DataDir,
+    server: &ServerConfig,
+    browser: &dyn skillhost_mcp::Browser,
+    scopes: &[String],
+) -> Result<SignInReport, ServerError> {
+    if !server.uses_oauth() {
+        return Err(ServerError::Invalid(format!(
+            "MCP server {:?} does not sign in with OAuth: only streamable HTTP servers without a \
+             static `Authorization` header do",
+            server.name
+        )));
+    }
+    let report = skillhost_mcp::oauth::login(&data.root, server, browser, scopes)
+        .await
+        .map_err(ServerError::Unreachable)?;
+    let detail = match &report.state {
+        SignInState::SignedIn {
+            issuer,
+            scopes,
+            expires_at,
+            refreshable,
+        } => json!({"issuer": issuer, "scopes": scopes, "expires_at": expires_at,
+                    "refreshable": refreshable}),
+        _ => json!({}),
+    };
+    Store::open(&data.root)?.record_event("server_signed_in", Some(&server.name), None, &detail)?;
+    Ok(report)
+}
+
+/// Removes `server`'s OAuth tokens; records `server_signed_out` when there
+/// were some.
+pub(crate) fn sign_out(data: &DataDir, server: &ServerConfig) -> Result<bool, ServerError> {
+    let removed = skillhost_mcp::oauth::logout(&data.root, server).map_err(|e| {
+        ServerError::State(anyhow::anyhow!("{e}").into())
+    })?;
+    if removed {
+        Store::open(&data.root)?.record_event(
+            "server_signed_out",
+            Some(&server.name),
+            None,
+            &json!({}),
+        )?;
+    }
+    Ok(removed)
 }
 
 /// Feeds the registry with `name`'s tools as just discovered, its pins
