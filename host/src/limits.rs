@@ -410,6 +410,14 @@ impl LimitsPolicy {
     }
 }
 
+/// Largest access token the HTTP front verifies (`front_oauth`): real JWTs
+/// are a few KiB; a bigger one is refused before any parsing.
+pub const MAX_ACCESS_TOKEN_BYTES: usize = 16 * 1024;
+
+/// Largest authorization-server answer the HTTP front reads (metadata, key
+/// set, introspection): such documents are a few KiB.
+pub const MAX_AUTH_METADATA_BYTES: usize = 256 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,7 @@ use crate::state::runs::{HostEvent, RunRow};
 use crate::state::writer::EventWriter;
 use redaction::{redact, secret_forms};
 
+pub(crate) mod access;
 mod builder;
 mod call;
 mod changes;
@@ -85,6 +86,9 @@ pub(crate) struct HostInner {
     /// Each ready skill's approved reach (origins, secret headers,
     /// assets), rebuilt with the registry.
     reach: RwLock<HashMap<String, Arc<reach::Reach>>>,
+    /// The verifier of access tokens for the front (`front_oauth`), made
+    /// from the settings at first use.
+    access: std::sync::OnceLock<Option<Arc<access::AccessVerifier>>>,
 }
 
 /// The host. Cheap to clone; every clone is the same host.

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use skillhost_mcp::{
-    CONFIG_FILE, LOGIN_WAIT, LoopbackBrowser, ServerConfig, SignInState, TestReport,
-    TransportKind, sign_in_state,
+    CONFIG_FILE, LOGIN_WAIT, LoopbackBrowser, ServerConfig, SignInState, TestReport, TransportKind,
+    sign_in_state,
 };
 
 use skillhost::{Host, ServerError};

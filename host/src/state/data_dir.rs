@@ -58,6 +58,11 @@ pub struct Settings {
     /// Default ([`None`]): 900 (15 minutes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_ttl_secs: Option<u64>,
+    /// OAuth for `serve --http`'s `/mcp`: accept access tokens from this
+    /// authorization server (see [`crate::FrontOAuth`]). Default none:
+    /// only skillhost tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub front_oauth: Option<crate::FrontOAuth>,
 }
 
 /// An opened data dir.
@@ -219,8 +224,17 @@ impl DataDir {
     /// is an error with line and column.
     pub fn settings(&self) -> anyhow::Result<Settings> {
         match self.dir.read_to_string(SETTINGS_FILE) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())),
+            Ok(text) => {
+                let settings: Settings = serde_json::from_str(&text).map_err(|e| {
+                    anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())
+                })?;
+                if let Some(f) = &settings.front_oauth {
+                    f.validate().map_err(|e| {
+                        anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())
+                    })?;
+                }
+                Ok(settings)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
             Err(e) => Err(anyhow::anyhow!(
                 "cannot read {}: {e}",

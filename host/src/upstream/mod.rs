@@ -230,9 +230,8 @@ pub(crate) async fn sign_in(
 /// Removes `server`'s OAuth tokens; records `server_signed_out` when there
 /// were some.
 pub(crate) fn sign_out(data: &DataDir, server: &ServerConfig) -> Result<bool, ServerError> {
-    let removed = skillhost_mcp::oauth::logout(&data.root, server).map_err(|e| {
-        ServerError::State(anyhow::anyhow!("{e}").into())
-    })?;
+    let removed = skillhost_mcp::oauth::logout(&data.root, server)
+        .map_err(|e| ServerError::State(anyhow::anyhow!("{e}").into()))?;
     if removed {
         Store::open(&data.root)?.record_event(
             "server_signed_out",

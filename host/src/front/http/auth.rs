@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use super::AppState;
+use crate::AccessRefusal;
 use crate::authority::Caller;
 use crate::authority::tokens::token_digest;
 
@@ -87,6 +88,59 @@ impl AppState {
             Err(e) => Err(internal(format!("cannot check the bearer token: {e:#}"))),
         }
     }
+}
+
+impl AppState {
+    /// The caller of an `/mcp` request: [`AppState::caller`], and, when the
+    /// front accepts OAuth (`front_oauth`), an access token from its
+    /// authorization server. Refusals carry the OAuth challenge naming the
+    /// protected-resource metadata: `401` (no or bad token), `403` (missing
+    /// scope), `503` (the authorization server cannot be asked).
+    #[allow(clippy::result_large_err)] // the rejection is the response itself
+    pub(crate) async fn mcp_caller(&self, headers: &HeaderMap) -> Result<Caller, Response> {
+        let Some(oauth) = self.inner.host.front_oauth() else {
+            return self.caller(headers);
+        };
+        let Some(token) = bearer(headers) else {
+            return Err(oauth_refusal(&oauth, None, GET_A_TOKEN_OR_SIGN_IN));
+        };
+        if self.is_admin(token) {
+            return Ok(Caller::Operator);
+        }
+        match self.inner.host.token_persona(token) {
+            Ok(Some(persona)) => return Ok(Caller::persona(persona)),
+            Ok(None) => {}
+            Err(e) => return Err(internal(format!("cannot check the bearer token: {e:#}"))),
+        }
+        match self.inner.host.access_token_caller(token).await {
+            Ok(caller) => Ok(caller),
+            Err(refusal) => {
+                tracing::info!("refused an access token: {refusal}");
+                Err(oauth_refusal(&oauth, Some(&refusal), &refusal.to_string()))
+            }
+        }
+    }
+}
+
+const GET_A_TOKEN_OR_SIGN_IN: &str = "sign in with the authorization server named in the \
+    protected-resource metadata (WWW-Authenticate: resource_metadata), or use a skillhost token";
+
+/// The response refusing an `/mcp` request when the front accepts OAuth.
+fn oauth_refusal(
+    oauth: &crate::FrontOAuth,
+    refusal: Option<&AccessRefusal>,
+    message: &str,
+) -> Response {
+    let status = match refusal {
+        Some(AccessRefusal::InsufficientScope(_)) => StatusCode::FORBIDDEN,
+        Some(AccessRefusal::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+        Some(AccessRefusal::Invalid(_)) | None => StatusCode::UNAUTHORIZED,
+    };
+    let mut resp = (status, axum::Json(serde_json::json!({"error": message}))).into_response();
+    if let Ok(v) = HeaderValue::from_str(&oauth.challenge(refusal)) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    resp
 }
 
 /// An extractor that admits only requests bearing the admin token, for

@@ -222,7 +222,7 @@ impl http_body::Body for Tracked {
 }
 
 async fn mcp(State(st): State<AppState>, req: Request) -> Response {
-    let caller = match st.caller(req.headers()) {
+    let caller = match st.mcp_caller(req.headers()).await {
         Ok(c) => c,
         Err(resp) => return resp,
     };
@@ -312,6 +312,32 @@ impl Listening {
 impl Drop for Listening {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// The protected-resource metadata (RFC 9728) when the front accepts
+/// OAuth access tokens (`front_oauth`), at its path-based location and at
+/// the root; 404 otherwise.
+async fn protected_resource(State(st): State<AppState>, uri: axum::http::Uri) -> Response {
+    match st.host().front_oauth() {
+        Some(f)
+            if uri.path() == f.metadata_path()
+                || uri.path() == "/.well-known/oauth-protected-resource" =>
+        {
+            let mut resp = axum::Json(f.metadata()).into_response();
+            resp.headers_mut().insert(
+                axum::http::header::CACHE_CONTROL,
+                axum::http::HeaderValue::from_static("max-age=300"),
+            );
+            resp
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({
+                "error": "this host publishes no protected-resource metadata here (OAuth is off, or the path names another resource)"
+            })),
+        )
+            .into_response(),
     }
 }
 
@@ -523,6 +549,14 @@ impl HttpServerBuilder {
             .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
         let router = Router::new()
             .route("/healthz", get(healthz))
+            .route(
+                "/.well-known/oauth-protected-resource",
+                get(protected_resource),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource/{*path}",
+                get(protected_resource),
+            )
             .merge(guarded)
             .with_state(state.clone());
         Ok(HttpServer {
