@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 #[allow(deprecated)] // sampling and roots: refused, see `Handler`
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ErrorCode, ErrorData,
-    Implementation, ListRootsResult, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerResult, SubscriptionFilter,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, ListRootsResult,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientLifecycleMode, NotificationContext, PeerRequestOptions, RequestContext, RunningService,
@@ -33,6 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, TransportKind};
+use crate::elicit::{ElicitQuestion, ElicitReply, InFlight, UpstreamElicitor};
 use crate::oauth::{Challenge, SharedManager, TokenStore};
 use crate::policy::StdioPolicy;
 use crate::process::{ServerProcess, SpawnSpec, StopStep};
@@ -96,6 +97,10 @@ type ProgressSinks = Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Prog
 struct Handler {
     signals: mpsc::UnboundedSender<ServerSignal>,
     progress: ProgressSinks,
+    /// The server's config name, for the questions it asks.
+    server: String,
+    /// Who answers the session's questions.
+    elicitors: InFlight,
 }
 
 impl ClientHandler for Handler {
@@ -103,8 +108,14 @@ impl ClientHandler for Handler {
         // The version an `initialize` proposes (legacy SSE, and the HTTP
         // fallback): the newest revision that has that handshake. The
         // modern probe names its own versions ([`lifecycle_auto`]).
+        let mut capabilities = ClientCapabilities::default();
+        // Form questions go to the calling user (see `crate::elicit`).
+        capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new()
+                .with_form(rmcp::model::FormElicitationCapability::new()),
+        );
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("skillhost", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -141,6 +152,23 @@ impl ClientHandler for Handler {
         ))
     }
 
+    /// A legacy session's question: put to the one call in flight that can
+    /// ask its user, else declined (see `crate::elicit`).
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let elicitor = match self.elicitors.only() {
+            Ok(e) => Some(e),
+            Err(why) => {
+                tracing::info!(server = %self.server, "declined a question from the server: {why}");
+                None
+            }
+        };
+        Ok(answer_elicitation(&self.server, request, elicitor.as_deref()).await)
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.signals.send(ServerSignal::ToolsChanged);
     }
@@ -163,6 +191,53 @@ impl ClientHandler for Handler {
                 message: params.message,
             });
         }
+    }
+}
+
+/// `input_required` rounds one call may take before the host gives up
+/// (a server that keeps asking must not hold a call forever).
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// What one `tools/call` request got.
+enum Answer {
+    Complete(CallToolResult),
+    InputRequired(rmcp::model::InputRequiredResult),
+}
+
+/// Puts a server's form question to `elicitor` (declined without one, and
+/// for URL questions, which the host does not declare).
+async fn answer_elicitation(
+    server: &str,
+    request: ElicitRequestParams,
+    elicitor: Option<&dyn UpstreamElicitor>,
+) -> ElicitResult {
+    let decline = ElicitResult::new(ElicitationAction::Decline);
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return decline;
+    };
+    let Some(elicitor) = elicitor else {
+        tracing::info!(
+            server,
+            "declined a question from the server: the call has no one to ask"
+        );
+        return decline;
+    };
+    let question = ElicitQuestion {
+        server: server.to_string(),
+        message,
+        schema: serde_json::to_value(&requested_schema).unwrap_or(Value::Null),
+    };
+    match crate::elicit::ask(elicitor, question).await {
+        ElicitReply::Accept(content) => {
+            ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+        }
+        ElicitReply::Decline => decline,
+        ElicitReply::Cancel => ElicitResult::new(ElicitationAction::Cancel),
     }
 }
 
@@ -370,6 +445,10 @@ pub(crate) struct Connection {
     pub auth: Option<SessionAuth>,
     /// The server's URL (HTTP), to resolve a challenge's relative URLs.
     url: String,
+    /// The server's config name.
+    server: String,
+    /// The elicitors of the calls in flight.
+    elicitors: InFlight,
 }
 
 fn lifecycle_auto() -> ClientLifecycleMode {
@@ -461,9 +540,12 @@ impl Connection {
     ) -> Result<Connection, OpenError> {
         let started = Instant::now();
         let progress: ProgressSinks = Arc::default();
+        let elicitors = InFlight::default();
         let handler = Handler {
             signals: ctx.signals.clone(),
             progress: progress.clone(),
+            server: config.name.clone(),
+            elicitors: elicitors.clone(),
         };
         let fault: Fault = Arc::default();
         let delivered: Option<Delivered> =
@@ -677,6 +759,8 @@ impl Connection {
             _listen: listen,
             auth,
             url: config.url.clone().unwrap_or_default(),
+            server: config.name.clone(),
+            elicitors,
         })
     }
 
@@ -718,9 +802,11 @@ impl Connection {
             .collect()
     }
 
-    /// Calls `tool` with `arguments`, bounded by `timeout`; on timeout or
-    /// cancellation sends `notifications/cancelled`. Progress notifications
-    /// go to `progress`.
+    /// Calls `tool` with `arguments`, bounded by `timeout` (the whole call,
+    /// including the time a user takes to answer the server's questions);
+    /// on timeout or cancellation sends `notifications/cancelled`. Progress
+    /// notifications go to `progress`; the server's questions to `elicit`
+    /// (declined without one).
     pub async fn call(
         &self,
         tool: &str,
@@ -728,10 +814,41 @@ impl Connection {
         timeout: Duration,
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+        elicit: Option<Arc<dyn UpstreamElicitor>>,
     ) -> Result<CallToolResult, CallErrorKind> {
-        let outcome = self
-            .call_inner(tool, arguments, timeout, cancel, progress)
-            .await;
+        // A legacy session's questions come on the session: the call's
+        // elicitor answers them while it runs.
+        let _asking = elicit.clone().map(|e| self.elicitors.register(e));
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = Some(arguments);
+        let mut rounds = 0;
+        let outcome = loop {
+            let answer = self
+                .call_once(params.clone(), timeout, deadline, cancel, progress.clone())
+                .await;
+            let input = match answer {
+                Ok(Answer::InputRequired(input)) => input,
+                Ok(Answer::Complete(r)) => break Ok(r),
+                Err(e) => break Err(e),
+            };
+            rounds += 1;
+            if rounds > MAX_INPUT_ROUNDS {
+                break Err(CallErrorKind::Protocol(format!(
+                    "the server asked for input more than {MAX_INPUT_ROUNDS} times in one call"
+                )));
+            }
+            let responses = tokio::select! {
+                r = self.fulfil(input.input_requests.unwrap_or_default(), elicit.as_deref()) => r,
+                _ = tokio::time::sleep_until(deadline) => break Err(CallErrorKind::Timeout(timeout)),
+                _ = cancel.cancelled() => break Err(CallErrorKind::Cancelled),
+            };
+            match responses {
+                Ok(r) => params.input_responses = (!r.is_empty()).then_some(r),
+                Err(e) => break Err(e),
+            }
+            params.request_state = input.request_state;
+        };
         match outcome {
             // The transport failed because a redirect to another origin
             // was not followed: say so, rather than what it made of the
@@ -747,16 +864,52 @@ impl Connection {
         }
     }
 
-    async fn call_inner(
+    /// Answers the input requests of an `input_required` round: questions
+    /// go to `elicit` (declined without one); sampling and roots are not
+    /// offered, so a round that asks for them ends the call.
+    async fn fulfil(
         &self,
-        tool: &str,
-        arguments: serde_json::Map<String, Value>,
+        requests: rmcp::model::InputRequests,
+        elicit: Option<&dyn UpstreamElicitor>,
+    ) -> Result<rmcp::model::InputResponses, CallErrorKind> {
+        let mut out = rmcp::model::InputResponses::new();
+        for (key, request) in requests {
+            let value = match request {
+                rmcp::model::InputRequest::Elicitation(r) => {
+                    let result = answer_elicitation(&self.server, r.params, elicit).await;
+                    serde_json::to_value(result)
+                        .map_err(|e| CallErrorKind::Protocol(e.to_string()))?
+                }
+                rmcp::model::InputRequest::CreateMessage(_) => {
+                    return Err(CallErrorKind::Protocol(
+                        "the server asked for sampling (an LLM completion), which skillhost does not offer to MCP servers".into(),
+                    ));
+                }
+                rmcp::model::InputRequest::ListRoots(_) => {
+                    return Err(CallErrorKind::Protocol(
+                        "the server asked for roots, which skillhost does not share with MCP servers".into(),
+                    ));
+                }
+                _ => {
+                    return Err(CallErrorKind::Protocol(
+                        "the server asked for a kind of input skillhost does not know".into(),
+                    ));
+                }
+            };
+            out.insert(key, value);
+        }
+        Ok(out)
+    }
+
+    /// One `tools/call` request and its answer.
+    async fn call_once(
+        &self,
+        params: CallToolRequestParams,
         timeout: Duration,
+        deadline: tokio::time::Instant,
         cancel: &CancellationToken,
         progress: Option<mpsc::UnboundedSender<Progress>>,
-    ) -> Result<CallToolResult, CallErrorKind> {
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        params.arguments = Some(arguments);
+    ) -> Result<Answer, CallErrorKind> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let peer = self.service.peer();
         let mut handle = peer
@@ -774,7 +927,7 @@ impl Connection {
         }
         let outcome = tokio::select! {
             r = &mut handle.rx => Some(r),
-            _ = tokio::time::sleep(timeout) => None,
+            _ = tokio::time::sleep_until(deadline) => None,
             _ = cancel.cancelled() => {
                 self.forget(&token);
                 self.undeliver(&handle.id);
@@ -804,10 +957,11 @@ impl Connection {
                 if r.is_error == Some(true) {
                     Err(CallErrorKind::ToolError(result_text(&r)))
                 } else {
-                    Ok(r)
+                    Ok(Answer::Complete(r))
                 }
             }
-            Ok(ServerResult::EmptyResult(_)) => Ok(CallToolResult::default()),
+            Ok(ServerResult::InputRequiredResult(r)) => Ok(Answer::InputRequired(r)),
+            Ok(ServerResult::EmptyResult(_)) => Ok(Answer::Complete(CallToolResult::default())),
             Ok(other) => Err(CallErrorKind::Protocol(format!(
                 "tools/call answered with {}",
                 serde_json::to_string(&other)

@@ -17,6 +17,7 @@
 
 mod client;
 mod config;
+mod elicit;
 mod import;
 mod manager;
 pub mod oauth;
@@ -29,16 +30,21 @@ mod stderr_log;
 mod stdio;
 mod tools;
 
-pub use client::{CallError, CallErrorKind, Era, Progress, SessionInfo, text_content};
+pub use client::{
+    CallError, CallErrorKind, Era, MAX_INPUT_ROUNDS, Progress, SessionInfo, text_content,
+};
 pub use config::{
     CONFIG_FILE, ConfigError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MUTATING_TIMEOUT,
     DEFAULT_READ_ONLY_TIMEOUT, GLOBAL_ALL, McpConfig, Secret, ServerConfig, Timeouts, ToolOverride,
     TransportKind, valid_server_name,
 };
+pub use elicit::{
+    ElicitQuestion, ElicitReply, ElicitReplyFuture, UpstreamElicitor, apply_defaults,
+};
 pub use import::{import_desktop_config, merge_imported};
 pub use manager::{
-    ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy, ServerState,
-    ServerStatus, TestReport, TestStep, register_discovered, server_dir, test_server,
+    CallHooks, ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy,
+    ServerState, ServerStatus, TestReport, TestStep, register_discovered, server_dir, test_server,
 };
 pub use oauth::{
     Browser, HeadlessBrowser, LOGIN_WAIT, LoopbackBrowser, MAX_SIGN_IN_ATTEMPTS, OAuthSettings,

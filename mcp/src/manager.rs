@@ -31,6 +31,7 @@ use crate::client::{
     SessionInfo, sign_in_message,
 };
 use crate::config::{McpConfig, ServerConfig, valid_server_name};
+use crate::elicit::UpstreamElicitor;
 use crate::oauth::{Browser, Challenge, MAX_SIGN_IN_ATTEMPTS, TokenStore, sign_in};
 use crate::policy::StdioPolicy;
 use crate::stderr_log::StderrLog;
@@ -224,6 +225,17 @@ impl ManagerOptions {
             browser: None,
         }
     }
+}
+
+/// What a call may use besides its arguments.
+#[derive(Clone, Default)]
+pub struct CallHooks {
+    /// Cancels the call (`notifications/cancelled` is sent).
+    pub cancel: Option<CancellationToken>,
+    /// Receives the server's progress notifications for the call.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Answers the server's questions during the call.
+    pub elicit: Option<Arc<dyn UpstreamElicitor>>,
 }
 
 /// A registered tool with its availability.
@@ -496,6 +508,22 @@ impl McpManager {
         cancel: Option<CancellationToken>,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallToolResult, CallError> {
+        let hooks = CallHooks {
+            cancel,
+            progress,
+            elicit: None,
+        };
+        self.call_with(name, arguments, hooks).await
+    }
+
+    /// [`McpManager::call`], with the server's questions during the call
+    /// put to `hooks.elicit` (declined without one).
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        mut hooks: CallHooks,
+    ) -> Result<CallToolResult, CallError> {
         let (server, _) = name.split_once('.').unwrap_or((name, ""));
         let err = |tool: &str, kind| CallError {
             server: server.to_string(),
@@ -580,9 +608,10 @@ impl McpManager {
             };
             return Err(err(&tool.tool, CallErrorKind::NotReady(why)));
         };
-        let cancel = cancel.unwrap_or_default();
+        // Both attempts below (and the caller) share one token.
+        hooks.cancel.get_or_insert_with(CancellationToken::new);
         match self
-            .call_signed_in(&slot, &conn, &tool, args.clone(), &cancel, progress.clone())
+            .call_signed_in(&slot, &conn, &tool, args.clone(), &hooks)
             .await
         {
             // The request never reached the server: wait for the
@@ -592,7 +621,7 @@ impl McpManager {
                 let Some(fresh) = fresh else {
                     return Err(err(&tool.tool, CallErrorKind::Disconnected(why)));
                 };
-                self.call_signed_in(&slot, &fresh, &tool, args, &cancel, progress)
+                self.call_signed_in(&slot, &fresh, &tool, args, &hooks)
                     .await
                     .map_err(|kind| match kind {
                         CallErrorKind::NotDelivered(w) => CallErrorKind::Disconnected(w),
@@ -615,9 +644,9 @@ impl McpManager {
         conn: &Connection,
         tool: &CallTarget,
         args: serde_json::Map<String, Value>,
-        cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        hooks: &CallHooks,
     ) -> Result<CallToolResult, CallErrorKind> {
+        let cancel = hooks.cancel.clone().unwrap_or_default();
         let mut sign_ins = 0;
         loop {
             let outcome = conn
@@ -625,8 +654,9 @@ impl McpManager {
                     &tool.tool,
                     args.clone(),
                     tool.timeout,
-                    cancel,
-                    progress.clone(),
+                    &cancel,
+                    hooks.progress.clone(),
+                    hooks.elicit.clone(),
                 )
                 .await;
             let Err(CallErrorKind::SignIn(header)) = outcome else {

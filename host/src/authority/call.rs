@@ -800,14 +800,16 @@ impl HostInner {
         if let Err(e) = self.ensure_server(server).await {
             return Stop::Server(e).into();
         }
+        let hooks = skillhost_mcp::CallHooks {
+            cancel: req.cancel.clone(),
+            progress: req.progress.clone(),
+            elicit: req.elicit.clone().map(|e| {
+                Arc::new(UpstreamQuestions(e)) as Arc<dyn skillhost_mcp::UpstreamElicitor>
+            }),
+        };
         match self
             .mcp
-            .call(
-                &entry.spec.name,
-                args.clone(),
-                req.cancel.clone(),
-                req.progress.clone(),
-            )
+            .call_with(&entry.spec.name, args.clone(), hooks)
             .await
         {
             Ok(result) => {
@@ -1007,4 +1009,34 @@ fn authorize(
         return Err((Refusal::Disabled(why.clone()), provider));
     }
     Ok(entry)
+}
+
+/// An upstream MCP server's questions during a call, put to the caller's
+/// user through the same [`crate::Elicitor`] a skill's `host.elicit` uses;
+/// the message names the server that asks.
+struct UpstreamQuestions(Arc<dyn crate::Elicitor>);
+
+impl skillhost_mcp::UpstreamElicitor for UpstreamQuestions {
+    fn ask(&self, q: skillhost_mcp::ElicitQuestion) -> skillhost_mcp::ElicitReplyFuture {
+        let asking = self.0.elicit(
+            &q.server,
+            format!("MCP server {}: {}", q.server, q.message),
+            q.schema,
+        );
+        Box::pin(async move {
+            match asking.await {
+                Ok(crate::ElicitAnswer::Accept(Value::Object(content))) => {
+                    skillhost_mcp::ElicitReply::Accept(content)
+                }
+                Ok(crate::ElicitAnswer::Accept(_)) | Ok(crate::ElicitAnswer::Decline) => {
+                    skillhost_mcp::ElicitReply::Decline
+                }
+                Ok(crate::ElicitAnswer::Cancel) => skillhost_mcp::ElicitReply::Cancel,
+                Err(e) => {
+                    tracing::info!(server = %q.server, "a question from the server went unanswered: {e}");
+                    skillhost_mcp::ElicitReply::Cancel
+                }
+            }
+        })
+    }
 }

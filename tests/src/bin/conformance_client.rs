@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use skillhost_mcp::{
-    CallToolResult, Era, HeadlessBrowser, ManagerOptions, McpConfig, McpManager, OAuthSettings,
-    RegisteredTool, RestartPolicy, Secret, ServerConfig, ServerState, TransportKind,
+    CallHooks, CallToolResult, ElicitQuestion, ElicitReply, ElicitReplyFuture, Era,
+    HeadlessBrowser, ManagerOptions, McpConfig, McpManager, OAuthSettings, RegisteredTool,
+    RestartPolicy, Secret, ServerConfig, ServerState, TransportKind, UpstreamElicitor,
 };
 
 /// The server's name in the manager's configuration; tools are registered
@@ -304,7 +305,14 @@ async fn run_scenario(
         // The authorization scenarios check the sign-in the connection
         // needed; a tools client then uses what it was given: call every
         // tool (a tool call may need more scope: step-up).
-        s if s.starts_with("auth/") => {
+        //
+        // The elicitation scenarios ask questions during the calls (in the
+        // session, or as `input_required` rounds): the user accepts each
+        // form as shown, with its defaults.
+        s if s.starts_with("auth/")
+            || s == "elicitation-sep1034-client-defaults"
+            || s == "sep-2322-client-request-state" =>
+        {
             for t in manager.tools() {
                 let args = sample_arguments(&t.tool.input_schema);
                 call(manager, &t.tool.tool, args).await?;
@@ -356,8 +364,12 @@ async fn call(
     let registered = find_tool(manager, tool)
         .ok_or_else(|| format!("the server's tool {tool:?} is not registered"))?;
     eprintln!("conformance_client: calling {tool} with {arguments}");
+    let hooks = CallHooks {
+        elicit: Some(Arc::new(AcceptAsShown)),
+        ..CallHooks::default()
+    };
     let result = manager
-        .call(&registered.tool.name, arguments, None, None)
+        .call_with(&registered.tool.name, arguments, hooks)
         .await
         .map_err(|e| e.to_string())?;
     eprintln!("conformance_client: {tool} answered {:?}", text_of(&result));
@@ -365,6 +377,17 @@ async fn call(
 }
 
 use skillhost_mcp::text_content as text_of;
+
+/// A user who accepts every form as shown: the library fills in the
+/// schema's defaults (SEP-1034).
+struct AcceptAsShown;
+
+impl UpstreamElicitor for AcceptAsShown {
+    fn ask(&self, q: ElicitQuestion) -> ElicitReplyFuture {
+        eprintln!("conformance_client: {} asks: {}", q.server, q.message);
+        Box::pin(async { ElicitReply::Accept(Map::new()) })
+    }
+}
 
 fn expect_text(r: &CallToolResult, expected: &str) -> Result<(), String> {
     let text = text_of(r);
