@@ -664,7 +664,7 @@ impl HostInner {
     ) -> Executed {
         match &entry.spec.provider {
             Provider::Skill(name) => self.execute_skill(reg, entry, name, run, args, req).await,
-            Provider::Mcp(server) => self.execute_mcp(entry, server, args, req).await,
+            Provider::Mcp(server) => self.execute_mcp(entry, server, run, args, req).await,
         }
     }
 
@@ -782,9 +782,10 @@ impl HostInner {
     }
 
     async fn execute_mcp(
-        &self,
+        self: &Arc<Self>,
         entry: &Entry,
         server: &str,
+        run: &Pending,
         args: &Value,
         req: &CallRequest,
     ) -> Executed {
@@ -803,8 +804,18 @@ impl HostInner {
         let hooks = skillhost_mcp::CallHooks {
             cancel: req.cancel.clone(),
             progress: req.progress.clone(),
-            elicit: req.elicit.clone().map(|e| {
-                Arc::new(UpstreamQuestions(e)) as Arc<dyn skillhost_mcp::UpstreamElicitor>
+            // The server's questions go to the caller's user when the
+            // front can ask them, else to the operator.
+            elicit: Some(match req.elicit.clone() {
+                Some(e) => {
+                    Arc::new(UpstreamQuestions(e)) as Arc<dyn skillhost_mcp::UpstreamElicitor>
+                }
+                None => Arc::new(super::questions::OperatorQuestions {
+                    inner: self.clone(),
+                    tool: entry.spec.name.clone(),
+                    persona: run.caller.persona_id().map(str::to_string),
+                    run_id: run.run_id.clone(),
+                }),
             }),
         };
         match self

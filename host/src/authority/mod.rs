@@ -37,6 +37,7 @@ pub(crate) mod handoff;
 mod invoke;
 pub(crate) mod metrics;
 pub(crate) mod personas;
+pub(crate) mod questions;
 pub(crate) mod reach;
 mod redaction;
 pub(crate) mod runs;

@@ -52,6 +52,25 @@ pub(super) enum RunsCommand {
         /// The run id.
         id: String,
     },
+    /// The questions MCP servers asked during calls that no client could
+    /// answer, waiting for you (`runs answer` answers one).
+    Questions {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a server's question: `--accept '{"field": value}'` (fields
+    /// left out take the form's defaults) or `--decline`.
+    Answer {
+        /// The question id (`q_…`).
+        id: String,
+        /// The filled-in form, a JSON object.
+        #[arg(long, conflicts_with = "decline", required_unless_present = "decline")]
+        accept: Option<String>,
+        /// Refuse to answer.
+        #[arg(long)]
+        decline: bool,
+    },
     /// The audit events, newest first: calls, approvals, refusals,
     /// permission approvals, secrets set and removed, outbound requests.
     Events {
@@ -212,6 +231,50 @@ pub(super) async fn runs(
                 .approve_by(&id, &skillhost::Decider::operator("cli"))
                 .await?;
             code = print_report(&report, json)?;
+        }
+        RunsCommand::Questions { json } => {
+            let questions = host.questions()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&questions)?);
+            } else if questions.is_empty() {
+                println!("no questions waiting");
+            } else {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as i64)
+                    .unwrap_or(0);
+                for q in &questions {
+                    println!(
+                        "{}  {} asks, during {} for {} (waits {} s more):",
+                        q.id,
+                        q.server,
+                        q.tool,
+                        q.persona.as_deref().unwrap_or("the operator"),
+                        (q.expires_at - now).max(0) / 1000
+                    );
+                    println!("    {}", q.message);
+                    println!("    form: {}", q.schema);
+                }
+                println!("answer with `skillhost runs answer ID --accept '{{…}}'` or `--decline`");
+            }
+        }
+        RunsCommand::Answer {
+            id,
+            accept,
+            decline,
+        } => {
+            let answer = match (accept, decline) {
+                (Some(text), false) => skillhost::QuestionAnswer::Accept(
+                    serde_json::from_str(&text)
+                        .map_err(|e| anyhow::anyhow!("--accept is not JSON: {e}"))?,
+                ),
+                _ => skillhost::QuestionAnswer::Decline,
+            };
+            let state = host.answer_question(&id, answer, &skillhost::Decider::operator("cli"))?;
+            println!(
+                "{id}: {}",
+                serde_json::to_value(state)?.as_str().unwrap_or_default()
+            );
         }
         RunsCommand::Deny { id } => {
             let run = host.deny_by(&id, &skillhost::Decider::operator("cli"))?;

@@ -6,6 +6,7 @@
 pub(crate) mod data_dir;
 pub(crate) mod permissions;
 pub(crate) mod personas;
+pub(crate) mod questions;
 pub(crate) mod refs;
 pub(crate) mod runs;
 pub(crate) mod secrets;
@@ -195,6 +196,23 @@ const MIGRATIONS: &[&str] = &[
      CREATE TRIGGER gen_secrets_i AFTER INSERT ON skill_secrets BEGIN UPDATE generation SET value = value + 1; END;
      CREATE TRIGGER gen_secrets_u AFTER UPDATE ON skill_secrets BEGIN UPDATE generation SET value = value + 1; END;
      CREATE TRIGGER gen_secrets_d AFTER DELETE ON skill_secrets BEGIN UPDATE generation SET value = value + 1; END;",
+    // 9: questions an upstream MCP server asked during a call that no
+    // client could be asked, waiting for the operator (the call waits on
+    // the row, whichever process answers).
+    "CREATE TABLE questions (
+        id TEXT PRIMARY KEY,
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        persona TEXT,
+        message TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        asked_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        answer TEXT,
+        decided_by TEXT
+     );
+     CREATE INDEX questions_state ON questions (state, asked_at);",
 ];
 
 /// The database.
