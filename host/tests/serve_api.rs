@@ -59,6 +59,8 @@ const ROUTES: &[&str] = &[
     "GET /api/approvals",
     "POST /api/runs/{run_id}/approve",
     "POST /api/runs/{run_id}/deny",
+    "GET /api/questions",
+    "POST /api/questions/{id}/answer",
     "GET /api/refs",
     "POST /api/refs",
     "DELETE /api/refs/{ref_id}",
@@ -892,6 +894,28 @@ async fn personas_runs_and_an_approval_through_the_api() {
     assert_eq!(status, 404, "{body}");
     let (_, pending) = api.get("/api/approvals").await;
     assert_eq!(pending, json!([]));
+
+    // Questions from servers (none open here): the answer route refuses
+    // what it cannot use, naming why.
+    let (status, open) = api.get("/api/questions").await;
+    assert_eq!((status, open), (200, json!([])));
+    let (status, body) = api
+        .post(
+            "/api/questions/q_0000000000000000/answer",
+            json!({"action": "decline"}),
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    for bad in [
+        json!({"action": "maybe"}),
+        json!({"action": "accept", "content": {}, "extra": 1}),
+        json!({}),
+    ] {
+        let (status, body) = api
+            .post("/api/questions/q_0000000000000000/answer", bad.clone())
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
 
     // Runs and their filters; events.
     let (status, run) = api.get(&format!("/api/runs/{first}")).await;

@@ -115,6 +115,8 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(approvals::pending))
         .routes(routes!(approvals::approve))
         .routes(routes!(approvals::deny))
+        .routes(routes!(approvals::questions))
+        .routes(routes!(approvals::answer))
         .routes(routes!(refs::list, refs::add))
         .routes(routes!(refs::remove))
 }
