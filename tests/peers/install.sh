@@ -4,9 +4,9 @@
 # target/peers/ (relative to the repository root):
 #   target/peers/venv   Python venv with the official MCP SDK and
 #                       componentize-py (requirements.txt)
-#   target/peers/node   node 22, server-everything, the conformance CLI and
-#                       componentize-js (package.json + package-lock.json,
-#                       via `npm ci`)
+#   target/peers/node   node 22, server-everything, the conformance CLI,
+#                       componentize-js and oidc-provider (package.json +
+#                       package-lock.json, via `npm ci`)
 # Idempotent: a stamp file keyed on the pins makes a rerun a no-op.
 # Needs python3 (>= 3.10, with venv) and npm on PATH. See README.md.
 set -euo pipefail
@@ -40,6 +40,7 @@ everything="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/
 conformance="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 componentize_py="$VENV/bin/componentize-py"
 componentize_js="$NODE_DIR/node_modules/.bin/componentize-js"
+oidc_provider="$NODE_DIR/node_modules/oidc-provider/package.json"
 
 summary() {
     echo "MCP test peers in target/peers:"
@@ -51,10 +52,12 @@ summary() {
     echo "  conformance $("$node22" "$conformance" --version)"
     echo "  componentize-py $("$componentize_py" --version | cut -d' ' -f2) (target/peers/venv/bin/componentize-py)"
     echo "  componentize-js $("$componentize_js" --version) (target/peers/node/node_modules/.bin/componentize-js)"
+    echo "  oidc-provider $("$node22" -p 'require(process.argv[1]).version' "$oidc_provider")"
 }
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$key" && -x "$VENV/bin/python" && -x "$node22" &&
-    -f "$everything" && -f "$conformance" && -x "$componentize_py" && -x "$componentize_js" ]]; then
+    -f "$everything" && -f "$conformance" && -x "$componentize_py" && -x "$componentize_js" &&
+    -f "$oidc_provider" ]]; then
     echo "tests/peers/install.sh: already installed (stamp matches the pins)"
     summary
     exit 0
@@ -74,7 +77,7 @@ rm -rf "$VENV"
     die "the installed mcp package has no mcp.server.mcpserver.MCPServer (wrong version?)"
 [[ -x "$componentize_py" ]] || die "componentize-py is missing after pip install"
 
-# --- Node: node 22, server-everything, conformance ------------------------
+# --- Node: node 22, server-everything, conformance, oidc-provider ---------
 echo "tests/peers/install.sh: installing target/peers/node with npm $(npm --version)"
 rm -rf "$NODE_DIR"
 mkdir -p "$NODE_DIR"
@@ -94,6 +97,7 @@ fi
 [[ -f "$everything" ]] || die "server-everything is missing after npm ${npm_cmd[*]}"
 [[ -f "$conformance" ]] || die "the conformance CLI is missing after npm ${npm_cmd[*]}"
 [[ -x "$componentize_js" ]] || die "componentize-js is missing after npm ${npm_cmd[*]}"
+[[ -f "$oidc_provider" ]] || die "oidc-provider is missing after npm ${npm_cmd[*]}"
 
 # --- Smoke checks ----------------------------------------------------------
 # Each peer must answer `initialize` over stdio within 30 s.
@@ -124,6 +128,9 @@ PY
 check_initialize "server-everything (node 22, stdio)" "$node22" "$everything" stdio
 check_initialize "py_server.py (stdio)" "$VENV/bin/python" "$HERE/py_server.py" --transport stdio
 "$node22" "$conformance" --version >/dev/null || die "the conformance CLI does not start with node 22"
+(cd "$NODE_DIR" && "$node22" -e \
+    'import("oidc-provider").then((m) => process.exit(typeof m.default === "function" ? 0 : 1))') ||
+    die "oidc-provider does not load with node 22"
 
 echo "$key" >"$STAMP"
 echo "tests/peers/install.sh: installed"
