@@ -44,7 +44,7 @@ mod upstream;
 // The host: one authority over the registry, grants, runs and approvals.
 pub use authority::access::{
     AccessRefusal, CLOCK_LEEWAY, DEFAULT_PERSONA_CLAIM, FrontOAuth, Introspection,
-    JWKS_REFETCH_INTERVAL,
+    JWKS_REFETCH_INTERVAL, MAX_CLOCK_LEEWAY,
 };
 pub use authority::handoff::{
     HandoffError, LOCAL_PATH_REMOVED, MAX_HANDOFF_DEPTH, StructuredHandoff, strip_local_paths,

@@ -10,7 +10,7 @@
 //!   settings or the issuer's metadata; fetched again, at most every
 //!   [`JWKS_REFETCH_INTERVAL`], when a token names a key it does not know):
 //!   signature (asymmetric algorithms only), `iss`, `aud` (must contain
-//!   [`FrontOAuth::resource`]), `exp` and `nbf` (with [`CLOCK_LEEWAY`]);
+//!   [`FrontOAuth::resource`]), `exp` and `nbf` (with [`FrontOAuth::leeway`]);
 //! - with `introspection` set, any token is introspected (RFC 7662) and
 //!   the answer checked the same way;
 //! - then its scopes must include [`FrontOAuth::required_scopes`] (else
@@ -41,8 +41,12 @@ use crate::limits::{MAX_ACCESS_TOKEN_BYTES, MAX_AUTH_METADATA_BYTES};
 /// flood of fetches).
 pub const JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Clock skew tolerated on `exp` and `nbf`.
+/// Clock skew tolerated on `exp` and `nbf` by default.
 pub const CLOCK_LEEWAY: Duration = Duration::from_secs(30);
+
+/// The most clock skew `leeway_secs` may allow: more would keep expired
+/// tokens alive.
+pub const MAX_CLOCK_LEEWAY: Duration = Duration::from_secs(300);
 
 /// Time bound on a metadata, key set or introspection request.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -88,6 +92,10 @@ pub struct FrontOAuth {
     /// ones).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes_supported: Vec<String>,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds (default
+    /// [`CLOCK_LEEWAY`]; at most [`MAX_CLOCK_LEEWAY`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leeway_secs: Option<u64>,
 }
 
 /// The introspection endpoint and this resource's credentials there.
@@ -155,6 +163,15 @@ impl FrontOAuth {
         if reqwest::Url::parse(&self.resource).is_ok_and(|u| u.fragment().is_some()) {
             return Err("`front_oauth.resource` must not have a fragment".into());
         }
+        if self
+            .leeway_secs
+            .is_some_and(|l| l > MAX_CLOCK_LEEWAY.as_secs())
+        {
+            return Err(format!(
+                "`front_oauth.leeway_secs` may be at most {}",
+                MAX_CLOCK_LEEWAY.as_secs()
+            ));
+        }
         if self.persona_claim.is_empty() {
             return Err("`front_oauth.persona_claim` must name a claim".into());
         }
@@ -183,6 +200,13 @@ impl FrontOAuth {
             .map(|u| u.path().trim_end_matches('/').to_string())
             .unwrap_or_default();
         format!("/.well-known/oauth-protected-resource{path}")
+    }
+
+    /// The clock skew tolerated on `exp` and `nbf`.
+    pub fn leeway(&self) -> Duration {
+        self.leeway_secs
+            .map(Duration::from_secs)
+            .unwrap_or(CLOCK_LEEWAY)
     }
 
     /// The metadata document's URL.
@@ -332,7 +356,7 @@ impl AccessVerifier {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.resource]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        validation.leeway = CLOCK_LEEWAY.as_secs();
+        validation.leeway = self.settings.leeway().as_secs();
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Value>(token, &key, &validation).map_err(|e| {
             use jsonwebtoken::errors::ErrorKind as K;
@@ -517,7 +541,7 @@ impl AccessVerifier {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         if let Some(exp) = doc.get("exp").and_then(Value::as_u64)
-            && exp + CLOCK_LEEWAY.as_secs() < now
+            && exp + self.settings.leeway().as_secs() < now
         {
             return Err(AccessRefusal::Invalid(
                 "the access token has expired".into(),
