@@ -433,3 +433,159 @@ fn enabled_servers_tools_are_listed_before_any_call() {
     ));
     assert_eq!(listed.as_array().unwrap().len(), names.len(), "{listed}");
 }
+
+/// OAuth settings from the command line: the client secret comes from an
+/// environment variable, is stored only in `mcp_servers.json` and is never
+/// shown; settings that cannot work are refused naming the field; `mcp
+/// login` refuses a server that does not sign in with OAuth.
+#[test]
+fn oauth_settings_are_added_without_showing_the_secret() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let secret = "cs-0f9e8d7c6b5a4938";
+    let o = common::command(
+        &data,
+        &[
+            "mcp",
+            "add",
+            "tickets",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--oauth-client-id",
+            "skillhost-ci",
+            "--oauth-client-secret-env",
+            "TICKETS_SECRET",
+            "--oauth-scope",
+            "tickets:read",
+            "--oauth-redirect-port",
+            "8976",
+        ],
+    )
+    .env("TICKETS_SECRET", secret)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("mcp login tickets"), "{}", stdout(&o));
+
+    let o = skillhost(&data, &["mcp", "list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = json_out(&o);
+    let t = &listed[0];
+    assert_eq!(t["oauth"]["client_id"], "skillhost-ci", "{listed}");
+    assert_eq!(t["oauth"]["client_secret"], "***", "{listed}");
+    assert_eq!(t["oauth"]["scopes"], json!(["tickets:read"]), "{listed}");
+    assert_eq!(t["oauth"]["redirect_port"], 8976, "{listed}");
+    assert_eq!(t["sign_in"]["state"], "signed_out", "{listed}");
+    let o = skillhost(&data, &["mcp", "list"]);
+    assert!(
+        stdout(&o).contains("oauth: not signed in"),
+        "{}",
+        stdout(&o)
+    );
+    for o in [
+        skillhost(&data, &["mcp", "list", "--json"]),
+        skillhost(&data, &["mcp", "list"]),
+    ] {
+        assert!(!stdout(&o).contains(secret) && !stderr(&o).contains(secret));
+    }
+    let config = std::fs::read_to_string(data.join("mcp_servers.json")).unwrap();
+    assert!(config.contains(secret), "stored where the operator put it");
+
+    // A secret variable that is not set, OAuth on a legacy SSE server, and
+    // OAuth beside a static Authorization header are refused.
+    let o = common::command(
+        &data,
+        &[
+            "mcp",
+            "add",
+            "a",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--oauth-client-id",
+            "x",
+            "--oauth-client-secret-env",
+            "SKILLHOST_TEST_UNSET_VAR",
+        ],
+    )
+    .env_remove("SKILLHOST_TEST_UNSET_VAR")
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("SKILLHOST_TEST_UNSET_VAR"),
+        "{}",
+        stderr(&o)
+    );
+    let o = skillhost(
+        &data,
+        &[
+            "mcp",
+            "add",
+            "b",
+            "--transport",
+            "sse",
+            "--url",
+            "http://127.0.0.1:9/sse",
+            "--oauth-scope",
+            "x",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("`oauth` is for transport `streamable_http`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = skillhost(
+        &data,
+        &[
+            "mcp",
+            "add",
+            "c",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--header",
+            "Authorization: Bearer t",
+            "--oauth-scope",
+            "x",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("keep one"), "{}", stderr(&o));
+    let o = skillhost(
+        &data,
+        &[
+            "mcp",
+            "add",
+            "d",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--oauth-scope",
+            "a b",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("invalid scope"), "{}", stderr(&o));
+
+    // `mcp login` of a stdio server: refused, saying why.
+    let o = skillhost(&data, &["mcp", "add", "local", "--", "python3", "s.py"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = skillhost(&data, &["mcp", "login", "local", "--no-open"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("does not sign in with OAuth"),
+        "{}",
+        stderr(&o)
+    );
+    let o = skillhost(&data, &["mcp", "login", "nope", "--no-open"]);
+    assert!(!o.status.success());
+    // Nothing was half-added.
+    let listed = json_out(&skillhost(&data, &["mcp", "list", "--json"]));
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["tickets", "local"]);
+}

@@ -135,6 +135,22 @@ pub(crate) struct AddArgs {
     /// (repeatable).
     #[arg(long = "allow-env", value_name = "NAME")]
     allow_env: Vec<String>,
+    /// streamable_http with OAuth: a client ID the authorization server
+    /// issued to you (otherwise the host registers itself).
+    #[arg(long)]
+    oauth_client_id: Option<String>,
+    /// The secret of --oauth-client-id, read from this environment
+    /// variable (never from the command line).
+    #[arg(long, value_name = "VAR", requires = "oauth_client_id")]
+    oauth_client_secret_env: Option<String>,
+    /// streamable_http with OAuth: a scope to ask for instead of the ones
+    /// the server suggests (repeatable).
+    #[arg(long = "oauth-scope", value_name = "SCOPE")]
+    oauth_scopes: Vec<String>,
+    /// streamable_http with OAuth: the loopback port `mcp login` listens
+    /// on (the one your registered redirect URI names).
+    #[arg(long)]
+    oauth_redirect_port: Option<u16>,
     /// What the server is for.
     #[arg(long, default_value = "")]
     description: String,
@@ -485,6 +501,24 @@ fn add(host: &Host, args: AddArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--header expects `Name: value`"))?;
         server.headers.insert(k, skillhost_mcp::Secret::new(v));
     }
+    if args.oauth_client_id.is_some()
+        || !args.oauth_scopes.is_empty()
+        || args.oauth_redirect_port.is_some()
+    {
+        let client_secret = match &args.oauth_client_secret_env {
+            Some(var) => Some(skillhost_mcp::Secret::new(std::env::var(var).map_err(
+                |_| anyhow::anyhow!("--oauth-client-secret-env {var}: the variable is not set"),
+            )?)),
+            None => None,
+        };
+        server.oauth = Some(skillhost_mcp::OAuthSettings {
+            client_id: args.oauth_client_id,
+            client_secret,
+            scopes: args.oauth_scopes,
+            redirect_port: args.oauth_redirect_port,
+            ..Default::default()
+        });
+    }
     let name = server.name.clone();
     match host.add_mcp_server(server) {
         Err(ServerError::Conflict(_)) => anyhow::bail!(
@@ -492,7 +526,9 @@ fn add(host: &Host, args: AddArgs) -> anyhow::Result<()> {
         ),
         r => r?,
     }
-    println!("added {name:?} (disabled); next: `skillhost mcp test {name}`");
+    println!(
+        "added {name:?} (disabled); next: `skillhost mcp test {name}` (and `skillhost mcp login {name}` if it asks for a sign-in)"
+    );
     Ok(())
 }
 
