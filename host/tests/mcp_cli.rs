@@ -491,8 +491,8 @@ fn oauth_settings_are_added_without_showing_the_secret() {
     let config = std::fs::read_to_string(data.join("mcp_servers.json")).unwrap();
     assert!(config.contains(secret), "stored where the operator put it");
 
-    // A secret variable that is not set, OAuth on a legacy SSE server, and
-    // OAuth beside a static Authorization header are refused.
+    // A secret variable that is not set, and OAuth beside a static
+    // Authorization header, are refused.
     let o = common::command(
         &data,
         &[
@@ -513,26 +513,6 @@ fn oauth_settings_are_added_without_showing_the_secret() {
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("SKILLHOST_TEST_UNSET_VAR"),
-        "{}",
-        stderr(&o)
-    );
-    let o = skillhost(
-        &data,
-        &[
-            "mcp",
-            "add",
-            "b",
-            "--transport",
-            "sse",
-            "--url",
-            "http://127.0.0.1:9/sse",
-            "--oauth-scope",
-            "x",
-        ],
-    );
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("`oauth` is for transport `streamable_http`"),
         "{}",
         stderr(&o)
     );

@@ -469,6 +469,28 @@ fn discover_answered_by_legacy(e: &rmcp::service::ClientInitializeError) -> bool
     )
 }
 
+/// The OAuth challenge (`WWW-Authenticate`) that failed a request, over
+/// streamable HTTP or legacy SSE.
+fn challenge_of(e: &rmcp::ServiceError) -> Option<String> {
+    if let Some(h) = e.auth_challenge() {
+        return Some(h.to_string());
+    }
+    let rmcp::ServiceError::TransportSend(t) = e else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+    while let Some(current) = source {
+        if let Some(crate::sse::SseError::HttpStatus {
+            challenge: Some(h), ..
+        }) = current.downcast_ref::<crate::sse::SseError>()
+        {
+            return Some(h.clone());
+        }
+        source = current.source();
+    }
+    None
+}
+
 /// How a streamable HTTP handshake failed.
 enum HttpHandshake {
     TimedOut,
@@ -670,13 +692,35 @@ impl Connection {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.expose().to_string()))
                     .collect();
+                if config.uses_oauth() {
+                    // Each request asks the manager for its token, so one
+                    // that expires is refreshed between requests.
+                    let store = TokenStore::new(&ctx.dir, &url);
+                    let manager: SharedManager = Arc::new(tokio::sync::Mutex::new(
+                        crate::oauth::stored_manager(config, &store).await?,
+                    ));
+                    let source = manager.clone();
+                    cfg.token = Some(Arc::new(move || {
+                        let m = source.clone();
+                        Box::pin(async move { m.lock().await.get_access_token().await.ok() })
+                    }));
+                    auth = Some(SessionAuth { manager, store });
+                }
                 let transport =
                     tokio::time::timeout(timeout, crate::sse::SseClientTransport::connect(cfg))
                         .await
                         .map_err(|_| {
                             format!("no endpoint event from {url} within {}", secs_text(timeout))
-                        })?
-                        .map_err(|e| format!("cannot open the SSE stream: {e}"))?;
+                        })?;
+                let transport = match transport {
+                    Err(crate::sse::SseError::HttpStatus {
+                        challenge: Some(header),
+                        ..
+                    }) if auth.is_some() => {
+                        return Err(OpenError::SignIn(Challenge::parse(&header, &url)));
+                    }
+                    other => other.map_err(|e| format!("cannot open the SSE stream: {e}"))?,
+                };
                 let service = tokio::time::timeout(
                     timeout,
                     serve_client_with_lifecycle(
@@ -791,8 +835,8 @@ impl Connection {
     /// Every tool, following `nextCursor` pages, as raw JSON.
     pub async fn list_tools(&self) -> Result<Vec<Value>, OpenError> {
         let tools = self.service.peer().list_all_tools().await.map_err(|e| {
-            match (e.auth_challenge(), &self.auth) {
-                (Some(header), Some(_)) => OpenError::SignIn(Challenge::parse(header, &self.url)),
+            match (challenge_of(&e), &self.auth) {
+                (Some(header), Some(_)) => OpenError::SignIn(Challenge::parse(&header, &self.url)),
                 _ => OpenError::Failed(format!("tools/list failed: {e}")),
             }
         })?;
@@ -975,8 +1019,8 @@ impl Connection {
                 message: e.message.to_string(),
             }),
             Err(rmcp::ServiceError::TransportClosed) => Err(self.disconnected(&handle.id)),
-            Err(e) => match (e.auth_challenge(), &self.auth) {
-                (Some(header), Some(_)) => Err(CallErrorKind::SignIn(header.to_string())),
+            Err(e) => match (challenge_of(&e), &self.auth) {
+                (Some(header), Some(_)) => Err(CallErrorKind::SignIn(header)),
                 _ => Err(CallErrorKind::Protocol(e.to_string())),
             },
         }

@@ -257,7 +257,7 @@ pub struct ServerConfig {
     /// HTTP transports: headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, Secret>,
-    /// Streamable HTTP: how to sign in when the server asks for OAuth (see
+    /// HTTP transports: how to sign in when the server asks for OAuth (see
     /// [`OAuthSettings`]). A server without this signs in with the
     /// defaults; one with a static `Authorization` header never does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -352,8 +352,9 @@ impl ServerConfig {
             .any(|k| k.eq_ignore_ascii_case("authorization"))
     }
 
-    /// Whether the host answers this server's OAuth challenges: a
-    /// streamable HTTP server without a static `Authorization` header.
+    /// Whether the host answers this server's OAuth challenges: an HTTP
+    /// server (streamable or legacy SSE) without a static `Authorization`
+    /// header.
     ///
     /// ```
     /// let s = skillhost_mcp::ServerConfig::http("n",
@@ -361,7 +362,7 @@ impl ServerConfig {
     /// assert!(s.uses_oauth());
     /// ```
     pub fn uses_oauth(&self) -> bool {
-        self.transport == TransportKind::StreamableHttp && !self.has_static_authorization()
+        self.transport != TransportKind::Stdio && !self.has_static_authorization()
     }
 
     /// Checks the fields that depend on each other. The error names the
@@ -447,12 +448,6 @@ impl ServerConfig {
                     ));
                 }
                 if let Some(oauth) = &self.oauth {
-                    if self.transport != TransportKind::StreamableHttp {
-                        return Err(
-                            "`oauth` is for transport `streamable_http`; legacy SSE servers take static `headers`"
-                                .into(),
-                        );
-                    }
                     if self.has_static_authorization() {
                         return Err(
                             "`oauth` and an `Authorization` header both say how to authenticate; keep one"

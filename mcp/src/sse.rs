@@ -64,6 +64,27 @@ pub struct SseConfig {
     /// A longer event, or a longer line, ends the transport with
     /// [`SseError::EventTooLarge`].
     pub max_event_bytes: usize,
+    /// Where the bearer token of each request comes from, asked before the
+    /// `GET` and before every `POST` (OAuth: a token that expires is
+    /// refreshed between requests); `None` from it sends no token.
+    pub token: Option<TokenSource>,
+}
+
+/// Gives the bearer token for the next request, if there is one.
+pub type TokenSource =
+    std::sync::Arc<dyn Fn() -> futures::future::BoxFuture<'static, Option<String>> + Send + Sync>;
+
+/// `headers` with `Authorization: Bearer` from `token`, if it gives one.
+async fn with_token(headers: &HeaderMap, token: Option<&TokenSource>) -> HeaderMap {
+    let mut headers = headers.clone();
+    if let Some(source) = token
+        && let Some(t) = source().await
+        && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {t}"))
+    {
+        v.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, v);
+    }
+    headers
 }
 
 impl SseConfig {
@@ -76,6 +97,7 @@ impl SseConfig {
             headers: Vec::new(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            token: None,
         }
     }
 
@@ -95,6 +117,7 @@ impl fmt::Debug for SseConfig {
             .field("header_names", &names)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_event_bytes", &self.max_event_bytes)
+            .field("token", &self.token.is_some())
             .finish()
     }
 }
@@ -154,6 +177,9 @@ pub enum SseError {
         /// The start of the response body, or a hint, prefixed by `: `;
         /// empty when there is nothing to add.
         detail: String,
+        /// The `WWW-Authenticate` challenge of a `401` or `403`, if the
+        /// server sent one (an OAuth sign-in is needed).
+        challenge: Option<String>,
     },
     /// The `GET` succeeded but did not return an event stream.
     #[error("GET {url} answered with content type `{content_type}` instead of text/event-stream")]
@@ -286,6 +312,7 @@ pub struct SseClientTransport {
     sse_url: Url,
     endpoint: Url,
     headers: HeaderMap,
+    token: Option<TokenSource>,
     post_timeout: Duration,
     messages: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     cancel: CancellationToken,
@@ -331,9 +358,10 @@ impl SseClientTransport {
         let headers = build_headers(&config.headers)?;
         let timeout = config.connect_timeout;
 
+        let opening = with_token(&headers, config.token.as_ref()).await;
         let opened = tokio::time::timeout(
             timeout,
-            open_stream(&client, &sse_url, &headers, config.max_event_bytes),
+            open_stream(&client, &sse_url, &opening, config.max_event_bytes),
         )
         .await
         .map_err(|_| SseError::EndpointTimeout {
@@ -363,6 +391,7 @@ impl SseClientTransport {
             sse_url,
             endpoint: opened.endpoint,
             headers,
+            token: config.token,
             post_timeout: timeout,
             messages,
             cancel,
@@ -397,11 +426,13 @@ impl Transport<RoleClient> for SseClientTransport {
         let client = self.client.clone();
         let endpoint = self.endpoint.clone();
         let headers = self.headers.clone();
+        let token = self.token.clone();
         let timeout = self.post_timeout;
         async move {
             if closed {
                 return Err(SseError::Closed);
             }
+            let headers = with_token(&headers, token.as_ref()).await;
             let body = body.map_err(SseError::Serialize)?;
             let response = client
                 .post(endpoint.clone())
@@ -676,6 +707,11 @@ async fn status_error(
     mut response: reqwest::Response,
 ) -> SseError {
     let status = response.status();
+    let challenge = matches!(status.as_u16(), 401 | 403)
+        .then(|| response.headers().get(reqwest::header::WWW_AUTHENTICATE))
+        .flatten()
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let mut body = Vec::new();
     // At most a few chunks: stop as soon as the snippet is long enough.
     for _ in 0..16 {
@@ -708,6 +744,7 @@ async fn status_error(
         url: display_url(url),
         status,
         detail,
+        challenge,
     }
 }
 
@@ -1395,5 +1432,36 @@ mod tests {
     fn cut_respects_char_boundaries() {
         assert_eq!(cut("héllo", 2), "hé…");
         assert_eq!(cut("hi", 2), "hi");
+    }
+
+    #[tokio::test]
+    async fn a_token_source_gives_each_request_its_bearer() {
+        let base = build_headers(&[("X-Key".into(), "k".into())]).expect("headers");
+        let n = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counter = n.clone();
+        let source: TokenSource = std::sync::Arc::new(move || {
+            let i = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move { (i > 0).then(|| format!("tok-{i}")) })
+        });
+        // No token yet: no Authorization header.
+        let h = with_token(&base, Some(&source)).await;
+        assert!(h.get(reqwest::header::AUTHORIZATION).is_none());
+        assert_eq!(h.get("x-key").map(|v| v.as_bytes()), Some(&b"k"[..]));
+        // Then each request asks again (a refreshed token is used).
+        for i in 1..3 {
+            let h = with_token(&base, Some(&source)).await;
+            let v = h.get(reqwest::header::AUTHORIZATION).expect("bearer");
+            assert!(v.is_sensitive());
+            assert_eq!(v.to_str().ok(), Some(format!("Bearer tok-{i}").as_str()));
+        }
+        // A token that cannot be a header value is not sent.
+        let bad: TokenSource =
+            std::sync::Arc::new(|| Box::pin(async { Some("bad\nvalue".to_string()) }));
+        assert!(
+            with_token(&base, Some(&bad))
+                .await
+                .get(reqwest::header::AUTHORIZATION)
+                .is_none()
+        );
     }
 }

@@ -205,7 +205,7 @@ pub(crate) async fn sign_in(
 ) -> Result<SignInReport, ServerError> {
     if !server.uses_oauth() {
         return Err(ServerError::Invalid(format!(
-            "MCP server {:?} does not sign in with OAuth: only streamable HTTP servers without a \
+            "MCP server {:?} does not sign in with OAuth: only HTTP servers without a \
              static `Authorization` header do",
             server.name
         )));

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Browser;
 use super::flow::{Challenge, sign_in};
 use super::store::TokenStore;
-use crate::config::ServerConfig;
+use crate::config::{ServerConfig, TransportKind};
 use crate::manager::server_dir;
 
 /// Where a server stands with OAuth, from its token file.
@@ -111,13 +111,13 @@ pub async fn login(
 ) -> Result<SignInReport, String> {
     if !config.uses_oauth() {
         return Err(format!(
-            "server {:?} does not use OAuth (only streamable HTTP servers without a static \
+            "server {:?} does not use OAuth (only HTTP servers without a static \
              `Authorization` header sign in)",
             config.name
         ));
     }
     let url = config.url.clone().unwrap_or_default();
-    let challenge = probe(&url).await?;
+    let challenge = probe(&url, config.transport).await?;
     let store = store_of(data_root, config);
     sign_in(config, &store, browser, challenge.as_ref(), scopes).await?;
     Ok(SignInReport {
@@ -132,10 +132,11 @@ pub fn logout(data_root: &Path, config: &ServerConfig) -> Result<bool, String> {
     store_of(data_root, config).remove()
 }
 
-/// An unauthenticated `initialize` to `url`: the challenge of its `401` or
-/// `403`, or `None` when it answered without one (the sign-in then
-/// discovers from the well-known locations).
-async fn probe(url: &str) -> Result<Option<Challenge>, String> {
+/// An unauthenticated `initialize` to `url` (for a legacy SSE server, the
+/// `GET` of its stream): the challenge of its `401` or `403`, or `None`
+/// when it answered without one (the sign-in then discovers from the
+/// well-known locations).
+async fn probe(url: &str, transport: TransportKind) -> Result<Option<Challenge>, String> {
     let refused = crate::redirect::RefusedRedirects::default();
     let http = crate::redirect::http_client(&refused)?;
     let body = serde_json::json!({
@@ -146,13 +147,19 @@ async fn probe(url: &str) -> Result<Option<Challenge>, String> {
             "clientInfo": {"name": "skillhost", "version": env!("CARGO_PKG_VERSION")}
         }
     });
-    let response = http
-        .post(url)
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .json(&body)
+    let request = match transport {
+        TransportKind::Sse => http
+            .get(url)
+            .header(reqwest::header::ACCEPT, "text/event-stream"),
+        _ => http
+            .post(url)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .json(&body),
+    };
+    let response = request
         .timeout(std::time::Duration::from_secs(30))
         .send()
         .await
