@@ -24,7 +24,7 @@ pub(crate) enum McpCommand {
     ///
     /// stdio: `skillhost mcp add NAME -- COMMAND ARGS…`;
     /// HTTP: `skillhost mcp add NAME --url URL [--transport sse]`.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// List the configured servers (secrets masked).
     List {
         /// Print JSON.
@@ -249,7 +249,7 @@ pub(crate) async fn run(data_dir: &Path, cmd: McpCommand) -> anyhow::Result<()> 
 
 async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
     match cmd {
-        McpCommand::Add(args) => add(host, args),
+        McpCommand::Add(args) => add(host, *args),
         McpCommand::List { json } => {
             let config = host.mcp_servers()?;
             if json {

@@ -108,6 +108,20 @@ pub(crate) async fn stored_manager(
     let mut manager = blank_manager(config, store).await?;
     let file = store.read();
     if let (Some(metadata), Some(client)) = (file.metadata, file.client) {
+        // Tokens bound to another resource than the server's URL (metadata
+        // naming the origin, say) are refreshed for that resource: the
+        // manager learns it from the protected-resource metadata only.
+        if client
+            .resource
+            .as_deref()
+            .is_some_and(|r| Some(r) != config.url.as_deref())
+            && let Err(e) = manager.resolve_metadata_from_challenge(None).await
+        {
+            tracing::warn!(
+                "cannot read the protected-resource metadata again: {}",
+                describe(&e)
+            );
+        }
         manager.set_metadata(metadata);
         let mut client_config = OAuthClientConfig::new(client.client_id, client.redirect_uri);
         client_config.client_secret = client.client_secret;
@@ -221,6 +235,16 @@ pub(crate) async fn sign_in(
         .await
         .map_err(|(_, e)| describe(&e))?;
     let callback = visit.complete(session.auth_url.clone()).await?;
+    if let Some(refusal) = callback_error(&callback) {
+        return Err(refusal);
+    }
+    // The resource the tokens are bound to (RFC 8707): the protected
+    // resource metadata's `resource`, which the manager put in the URL.
+    let resource = reqwest::Url::parse(&session.auth_url).ok().and_then(|u| {
+        u.query_pairs()
+            .find(|(k, _)| k == "resource")
+            .map(|(_, v)| v.into_owned())
+    });
     session
         .handle_callback_url(&callback)
         .await
@@ -233,6 +257,7 @@ pub(crate) async fn sign_in(
             client_secret: secret,
             redirect_uri,
             scopes,
+            resource,
         });
     })?;
     Ok(session.auth_manager)
@@ -253,6 +278,31 @@ pub(crate) fn describe(e: &AuthError) -> String {
         AuthError::ProtectedResourceMetadataInvalid { url, reason } => {
             format!("the protected-resource metadata at {url} cannot be used: {reason:?}")
         }
+        AuthError::InternalError(m) if m == "Authorization state not found" => {
+            "the authorization server sent back a `state` this sign-in did not send (a forged or \
+             stale redirect): refused; run the sign-in again"
+                .into()
+        }
         other => format!("sign-in failed: {other}"),
     }
+}
+
+/// What the authorization server said when it sent the user back with an
+/// error instead of a code (RFC 6749 4.1.2.1), in words (control characters
+/// dropped, bounded).
+fn callback_error(callback: &str) -> Option<String> {
+    let url = reqwest::Url::parse(callback).ok()?;
+    let param = |name: &str| {
+        url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| {
+            v.chars()
+                .filter(|c| !c.is_control())
+                .take(200)
+                .collect::<String>()
+        })
+    };
+    let error = param("error")?;
+    Some(match param("error_description").filter(|d| !d.is_empty()) {
+        Some(d) => format!("the authorization server refused the sign-in: {error} ({d})"),
+        None => format!("the authorization server refused the sign-in: {error}"),
+    })
 }

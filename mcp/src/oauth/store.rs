@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationMetadata, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 
 use super::MAX_TOKEN_FILE_BYTES;
@@ -42,6 +44,9 @@ pub(crate) struct ClientRegistration {
     pub redirect_uri: String,
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The resource (RFC 8707) the tokens were issued for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 /// The file's content.
@@ -282,7 +287,11 @@ fn write_private(path: &Path, file: &TokenFile) -> Result<(), String> {
     crate::private_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let text = serde_json::to_vec_pretty(file)
         .map_err(|e| format!("cannot encode the token file: {e}"))?;
-    let tmp = dir.join(format!(".{TOKEN_FILE}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        ".{TOKEN_FILE}.{}.{:016x}.tmp",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
     let _ = std::fs::remove_file(&tmp);
     let mut f = OpenOptions::new()
         .write(true)
@@ -311,12 +320,84 @@ impl CredentialStore for TokenStore {
             .map_err(AuthError::CredentialStoreError)
     }
 
+    /// A refresh token the authorization server refused is dropped (the
+    /// issuer and granted scopes stay for the next sign-in), unless the
+    /// file holds another one by now.
+    async fn on_refresh_token_rejected(
+        &self,
+        rejected: &StoredCredentials,
+    ) -> Result<(), AuthError> {
+        let refused = refresh_token_of(rejected);
+        self.update(|f| {
+            if let Some(c) = f.credentials.as_mut()
+                && refused.is_some()
+                && refresh_token_of(c) == refused
+            {
+                c.token_response = None;
+            }
+        })
+        .map_err(AuthError::CredentialStoreError)
+    }
+
+    /// Refreshes by every process sharing the file take turns: with
+    /// rotating refresh tokens, two processes presenting the same one make
+    /// the authorization server revoke the whole grant.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let path = self.path.with_file_name(format!(".{TOKEN_FILE}.lock"));
+        let file = tokio::task::spawn_blocking(move || lock_exclusive(&path))
+            .await
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+            .map_err(AuthError::CredentialStoreError)?;
+        Ok(Some(CredentialRefreshGuard::new(file)))
+    }
+
     async fn clear(&self) -> Result<(), AuthError> {
         self.update(|f| {
             f.credentials = None;
             f.client = None;
         })
         .map_err(AuthError::CredentialStoreError)
+    }
+}
+
+/// The refresh token of `c`, if any.
+fn refresh_token_of(c: &StoredCredentials) -> Option<String> {
+    let fields = serde_json::to_value(c.token_response.as_ref()?).ok()?;
+    fields
+        .get("refresh_token")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+}
+
+/// Opens `path` (0600, created if missing) and takes an exclusive lock on
+/// it, waiting at most 30 s; the lock goes with the file.
+fn lock_exclusive(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd as _;
+    if let Some(dir) = path.parent() {
+        crate::private_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "another process has held {} for 30 s",
+                path.display()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
