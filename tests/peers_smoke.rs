@@ -610,6 +610,7 @@ fn py_server_stdio_serves_the_documented_tools() {
         names,
         BTreeSet::from([
             "add_tool",
+            "chatty",
             "cwd",
             "env_probe",
             "fail",

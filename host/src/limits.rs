@@ -147,6 +147,11 @@ pub const MAX_CONTENT_BLOCKS: usize = 64;
 /// held for that.
 pub const MCP_NOTICE_FLUSH_WAIT: Duration = Duration::from_secs(2);
 
+/// Longest log line passed on (a skill's `host.log`, an MCP server's
+/// `notifications/message`), in bytes: 4 KiB, a line for a person to read;
+/// longer ones are cut.
+pub const MAX_LOG_MESSAGE_BYTES: usize = 4096;
+
 /// Longest `host.elicit` message, in bytes: 4 KiB (a question for a person;
 /// longer is refused, not cut, so that the user sees what the skill meant).
 pub const MAX_ELICIT_MESSAGE_BYTES: usize = 4096;

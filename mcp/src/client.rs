@@ -33,11 +33,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, TransportKind};
-use crate::elicit::{ElicitQuestion, ElicitReply, InFlight, UpstreamElicitor};
+use crate::elicit::{ElicitQuestion, ElicitReply, UpstreamElicitor};
+use crate::in_flight::InFlight;
+use crate::manager::CallHooks;
 use crate::oauth::{Challenge, SharedManager, TokenStore};
 use crate::policy::StdioPolicy;
 use crate::process::{ServerProcess, SpawnSpec, StopStep};
 use crate::redirect::RefusedRedirects;
+use crate::server_log::ServerLogLine;
 use crate::stderr_log::StderrLog;
 use crate::stdio::{Delivered, Fault, MAX_MESSAGE_BYTES, StdioTransport};
 
@@ -167,6 +170,22 @@ impl ClientHandler for Handler {
             }
         };
         Ok(answer_elicitation(&self.server, request, elicitor.as_deref()).await)
+    }
+
+    /// A server's log line goes to the call in flight, if it is the only
+    /// one and its caller asked for log lines.
+    #[allow(deprecated)] // SEP-2577 deprecates logging; servers still send it
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.elicitors.log(ServerLogLine {
+            server: self.server.clone(),
+            level: params.level.into(),
+            logger: params.logger,
+            data: params.data,
+        });
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -856,16 +875,24 @@ impl Connection {
         tool: &str,
         arguments: serde_json::Map<String, Value>,
         timeout: Duration,
-        cancel: &CancellationToken,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
-        elicit: Option<Arc<dyn UpstreamElicitor>>,
+        hooks: &CallHooks,
     ) -> Result<CallToolResult, CallErrorKind> {
-        // A legacy session's questions come on the session: the call's
-        // elicitor answers them while it runs.
-        let _asking = elicit.clone().map(|e| self.elicitors.register(e));
+        let cancel = &hooks.cancel.clone().unwrap_or_default();
+        let progress = hooks.progress.clone();
+        let elicit = hooks.elicit.clone();
+        // A legacy session's questions and log lines come on the session:
+        // they go to this call while it is the only one in flight.
+        let _in_flight = self.elicitors.register(elicit.clone(), hooks.log.clone());
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = Some(arguments);
+        if let Some(sink) = &hooks.log {
+            // A 2026-07-28 server sends log lines only when a request asks.
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            #[allow(deprecated)] // SEP-2577 deprecates logging; servers still send it
+            meta.set_log_level(sink.min.into());
+            params.meta = Some(meta);
+        }
         let mut rounds = 0;
         let outcome = loop {
             let answer = self

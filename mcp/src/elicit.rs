@@ -8,15 +8,13 @@
 //! a question during a call without one is declined. A question is routed
 //! to the call it belongs to: over a 2026-07-28 session it comes with the
 //! call's own `input_required` answer; over a legacy session it comes on
-//! the session, and is put to the call's elicitor when exactly one call
-//! with an elicitor is in flight on that session — with several, no one can
-//! tell which call (which persona) it is for, so it is declined rather than
-//! shown to the wrong user.
+//! the session, and is put to the call's elicitor only when that call is
+//! the only one in flight on the session (`crate::in_flight`) — with
+//! several, no one can tell which call (which persona) it is for, so it is
+//! declined rather than shown to the wrong user.
 //!
 //! An accepted form is completed with the schema's `default`s for the
 //! fields the user left out (SEP-1034) before it goes back to the server.
-
-use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -85,59 +83,6 @@ pub fn apply_defaults(schema: &Value, content: &mut Map<String, Value>) {
     }
 }
 
-/// The calls in flight that can ask, by registration number.
-type Askers = Arc<Mutex<Vec<(u64, Arc<dyn UpstreamElicitor>)>>>;
-
-/// The elicitors of the calls in flight on one session.
-#[derive(Clone, Default)]
-pub(crate) struct InFlight {
-    calls: Askers,
-    next: Arc<std::sync::atomic::AtomicU64>,
-}
-
-/// Removes its call's elicitor when dropped.
-pub(crate) struct Registered {
-    calls: Askers,
-    id: u64,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|(id, _)| *id != self.id);
-    }
-}
-
-impl InFlight {
-    /// Registers a call's elicitor for as long as the guard lives.
-    pub fn register(&self, elicitor: Arc<dyn UpstreamElicitor>) -> Registered {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((id, elicitor));
-        Registered {
-            calls: self.calls.clone(),
-            id,
-        }
-    }
-
-    /// The elicitor a session-level question goes to: the only one in
-    /// flight, or `Err` saying why there is none.
-    pub fn only(&self) -> Result<Arc<dyn UpstreamElicitor>, &'static str> {
-        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        match calls.as_slice() {
-            [(_, e)] => Ok(e.clone()),
-            [] => Err("no call in flight on this session can ask its user"),
-            _ => Err(
-                "several calls are in flight on this session and the question does not say which one it belongs to",
-            ),
-        }
-    }
-}
-
 /// Asks `elicitor` and completes an accepted form with the schema's
 /// defaults.
 pub(crate) async fn ask(elicitor: &dyn UpstreamElicitor, question: ElicitQuestion) -> ElicitReply {
@@ -161,20 +106,6 @@ mod tests {
             let r = self.0.clone();
             Box::pin(async move { r })
         }
-    }
-
-    #[test]
-    fn a_session_question_goes_only_to_a_lone_call() {
-        let f = InFlight::default();
-        assert!(f.only().is_err());
-        let a = f.register(Arc::new(Fixed(ElicitReply::Decline)));
-        assert!(f.only().is_ok());
-        let b = f.register(Arc::new(Fixed(ElicitReply::Cancel)));
-        assert!(matches!(f.only(), Err(why) if why.contains("several")));
-        drop(a);
-        assert!(f.only().is_ok());
-        drop(b);
-        assert!(f.only().is_err());
     }
 
     #[tokio::test]

@@ -34,6 +34,7 @@ use crate::config::{McpConfig, ServerConfig, valid_server_name};
 use crate::elicit::UpstreamElicitor;
 use crate::oauth::{Browser, Challenge, MAX_SIGN_IN_ATTEMPTS, TokenStore, sign_in};
 use crate::policy::StdioPolicy;
+use crate::server_log::ServerLogSink;
 use crate::stderr_log::StderrLog;
 use crate::tools::{McpTool, classify_tools};
 
@@ -236,6 +237,10 @@ pub struct CallHooks {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     /// Answers the server's questions during the call.
     pub elicit: Option<Arc<dyn UpstreamElicitor>>,
+    /// Receives the server's log lines (`notifications/message`) while the
+    /// call is the only one in flight on its session (the notification
+    /// does not say which call it belongs to).
+    pub log: Option<ServerLogSink>,
 }
 
 /// A registered tool with its availability.
@@ -511,7 +516,7 @@ impl McpManager {
         let hooks = CallHooks {
             cancel,
             progress,
-            elicit: None,
+            ..CallHooks::default()
         };
         self.call_with(name, arguments, hooks).await
     }
@@ -646,18 +651,10 @@ impl McpManager {
         args: serde_json::Map<String, Value>,
         hooks: &CallHooks,
     ) -> Result<CallToolResult, CallErrorKind> {
-        let cancel = hooks.cancel.clone().unwrap_or_default();
         let mut sign_ins = 0;
         loop {
             let outcome = conn
-                .call(
-                    &tool.tool,
-                    args.clone(),
-                    tool.timeout,
-                    &cancel,
-                    hooks.progress.clone(),
-                    hooks.elicit.clone(),
-                )
+                .call(&tool.tool, args.clone(), tool.timeout, hooks)
                 .await;
             let Err(CallErrorKind::SignIn(header)) = outcome else {
                 return outcome;

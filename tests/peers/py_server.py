@@ -75,6 +75,17 @@ def build_server(many_tools: int) -> MCPServer:
                     f.write("cancelled")
             raise
 
+    @server.tool(
+        description="Logs `text` at debug, info and warning (the warning with the logger "
+        "name 'py.chatty' and a secret-looking suffix `tail`), then answers.",
+        annotations=READ_ONLY,
+    )
+    async def chatty(ctx: Context, text: str = "hello", tail: str = "") -> str:
+        await ctx.debug(f"debug {text}")
+        await ctx.info(f"info {text}")
+        await ctx.warning(f"warning {text} {tail}".strip(), logger_name="py.chatty")
+        return "chatted"
+
     @server.tool(description="Registers a new tool named `name` and announces the change.")
     async def add_tool(name: str, ctx: Context) -> str:
         def added() -> str:

@@ -801,7 +801,28 @@ impl HostInner {
         if let Err(e) = self.ensure_server(server).await {
             return Stop::Server(e).into();
         }
+        // The server's log lines (a legacy session's, while this call is the
+        // only one on it) reach the caller that asked for log lines.
+        let (log, forwarding) = match req.log.clone() {
+            Some(sink) => {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                let min = match sink.min {
+                    crate::GuestLogLevel::Trace | crate::GuestLogLevel::Debug => {
+                        skillhost_mcp::ServerLogLevel::Debug
+                    }
+                    crate::GuestLogLevel::Info => skillhost_mcp::ServerLogLevel::Info,
+                    crate::GuestLogLevel::Warn => skillhost_mcp::ServerLogLevel::Warning,
+                    crate::GuestLogLevel::Error => skillhost_mcp::ServerLogLevel::Error,
+                };
+                (
+                    Some(skillhost_mcp::ServerLogSink { min, lines: tx }),
+                    Some(tokio::spawn(self.clone().forward_server_log(rx, sink))),
+                )
+            }
+            None => (None, None),
+        };
         let hooks = skillhost_mcp::CallHooks {
+            log,
             cancel: req.cancel.clone(),
             progress: req.progress.clone(),
             // The server's questions go to the caller's user when the
@@ -818,11 +839,16 @@ impl HostInner {
                 }),
             }),
         };
-        match self
+        let outcome = self
             .mcp
             .call_with(&entry.spec.name, args.clone(), hooks)
-            .await
-        {
+            .await;
+        // The hooks (and the log sender) are gone: every line the server sent
+        // during the call is passed on before the answer.
+        if let Some(f) = forwarding {
+            let _ = f.await;
+        }
+        match outcome {
             Ok(result) => {
                 if result.is_error == Some(true) {
                     let text = skillhost_mcp::text_content(&result);
@@ -862,6 +888,49 @@ impl HostInner {
                 Some(t) => Executed::failed(Outcome::Timeout, t),
                 None => Executed::failed(Outcome::Error, e.to_string()),
             },
+        }
+    }
+
+    /// Passes an MCP server's log lines to the caller's sink: at or above
+    /// the sink's level, escaped, redacted, cut to length, at most
+    /// [`limits::MAX_CALL_NOTICES`] per call. The logger (the server's own
+    /// name for the source) prefixes the text; the source is the server.
+    async fn forward_server_log(
+        self: Arc<Self>,
+        mut lines: tokio::sync::mpsc::UnboundedReceiver<skillhost_mcp::ServerLogLine>,
+        sink: crate::LogSink,
+    ) {
+        use skillhost_mcp::ServerLogLevel as S;
+        let mut sent = 0;
+        while let Some(line) = lines.recv().await {
+            let level = match line.level {
+                S::Debug => crate::GuestLogLevel::Debug,
+                S::Info | S::Notice => crate::GuestLogLevel::Info,
+                S::Warning => crate::GuestLogLevel::Warn,
+                _ => crate::GuestLogLevel::Error,
+            };
+            if level < sink.min || sent >= limits::MAX_CALL_NOTICES {
+                continue;
+            }
+            sent += 1;
+            let text = match &line.data {
+                Value::String(t) => t.clone(),
+                other => other.to_string(),
+            };
+            let text = match &line.logger {
+                Some(l) => format!("{l}: {text}"),
+                None => text,
+            };
+            let message = crate::escape::escape_control(
+                &self.redact(&text),
+                limits::MAX_LOG_MESSAGE_BYTES,
+                false,
+            );
+            let _ = sink.lines.send(crate::GuestLogLine {
+                level,
+                skill: line.server,
+                message,
+            });
         }
     }
 

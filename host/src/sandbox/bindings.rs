@@ -26,8 +26,7 @@ wasmtime::component::bindgen!({
 use self::skillhost::plugin::host::ElicitAnswer;
 use self::skillhost::plugin::types::{LogLevel, ToolError as WitToolError};
 
-/// Longest log message kept, in bytes; longer ones are cut.
-const MAX_LOG_MESSAGE_BYTES: usize = 4096;
+use crate::limits::MAX_LOG_MESSAGE_BYTES;
 
 impl From<WitToolError> for ToolError {
     fn from(e: WitToolError) -> ToolError {
