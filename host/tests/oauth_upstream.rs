@@ -20,16 +20,21 @@
 //! is bounded; the four tests take about 20 s together.
 
 mod common;
+#[path = "common/oidc.rs"]
+mod oidc;
 
 use std::io::{BufRead as _, BufReader};
 use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{command, python, repo};
+use oidc::{
+    Browser, Peer, Person, collect, contains, files_under, form, http_client, query, read_all,
+    runtime, text_of, wait_bounded,
+};
 use serde_json::{Value, json};
 
 /// The upstream server's name in skillhost.
@@ -42,129 +47,9 @@ const LOGIN: &str = "alice";
 const PERSONA: &str = "ana";
 /// How long a peer or a skillhost command may take before the test fails.
 const PROCESS_LIMIT: Duration = Duration::from_secs(60);
-/// Requests the scripted browser makes before it gives up.
-const MAX_BROWSER_STEPS: usize = 25;
 
 // ---------------------------------------------------------------------------
 // Processes
-
-/// Appends a child's output, line by line, to a shared text.
-fn collect(from: impl std::io::Read + Send + 'static, into: Arc<Mutex<String>>) {
-    std::thread::spawn(move || {
-        for line in BufReader::new(from).lines().map_while(Result::ok) {
-            let mut text = into.lock().unwrap_or_else(|e| e.into_inner());
-            text.push_str(&line);
-            text.push('\n');
-        }
-    });
-}
-
-fn text_of(t: &Arc<Mutex<String>>) -> String {
-    t.lock().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// A peer (authorization server or MCP server) in its own process group,
-/// holding its stdin (it exits when that closes); the whole group is
-/// killed when this is dropped.
-struct Peer {
-    child: Option<Child>,
-    stdin: Option<ChildStdin>,
-    pgid: i32,
-    stderr: Arc<Mutex<String>>,
-    /// What followed `READY ` on its stdout.
-    ready: String,
-}
-
-impl Peer {
-    /// Spawns `cmd` and waits (at most 30 s) for its `READY` line.
-    fn start(name: &'static str, mut cmd: Command) -> Peer {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        let pgid = i32::try_from(child.id()).expect("pid");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        collect(child.stderr.take().expect("stderr"), stderr.clone());
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("READY ") {
-                    let _ = tx.send(rest.trim().to_string());
-                }
-            }
-        });
-        let mut peer = Peer {
-            stdin: child.stdin.take(),
-            child: Some(child),
-            pgid,
-            stderr,
-            ready: String::new(),
-        };
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(ready) => peer.ready = ready,
-            Err(_) => panic!(
-                "{name} printed no READY line within 30 s:\n{}",
-                peer.stderr()
-            ),
-        }
-        peer
-    }
-
-    fn stderr(&self) -> String {
-        text_of(&self.stderr)
-    }
-
-    /// Token-endpoint requests of `grant_type` that succeeded (the
-    /// provider logs one line per token request).
-    fn grants(&self, grant_type: &str) -> usize {
-        let line = format!("token grant_type={grant_type} status=200");
-        self.stderr().lines().filter(|l| l.contains(&line)).count()
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        // SAFETY: killpg on the group this test created; its leader is not
-        // reaped yet, so the id is still ours.
-        unsafe { libc::killpg(self.pgid, libc::SIGKILL) };
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
-        }
-    }
-}
-
-fn node22() -> PathBuf {
-    let node = repo().join("target/peers/node/node_modules/node/bin/node");
-    assert!(
-        node.is_file(),
-        "{} is missing: run tests/peers/install.sh",
-        node.display()
-    );
-    node
-}
-
-/// The authorization server: `oidc-provider` on a free loopback port.
-fn start_provider(access_ttl: u64) -> Peer {
-    let mut cmd = Command::new(node22());
-    cmd.arg(repo().join("tests/peers/oidc_provider.mjs")).args([
-        "--port",
-        "0",
-        "--access-ttl",
-        &access_ttl.to_string(),
-    ]);
-    let peer = Peer::start("oidc_provider.mjs", cmd);
-    assert!(
-        peer.ready.starts_with("http://127.0.0.1:"),
-        "{}",
-        peer.ready
-    );
-    peer
-}
 
 /// Where the protected MCP server names itself.
 #[derive(Clone, Copy)]
@@ -237,22 +122,6 @@ impl Ran {
     }
 }
 
-/// Waits for `child` at most `limit`, killing it (and failing) past that.
-fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} still ran after {} s", limit.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Runs `skillhost --data-dir DATA ARGS…` to the end (bounded), with
 /// `env` added, and records its output in `t`.
 fn run(t: &Transcript, data: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
@@ -279,17 +148,6 @@ fn run(t: &Transcript, data: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran 
     };
     t.add(&what, &format!("{}\n{}", ran.stdout, ran.stderr));
     ran
-}
-
-fn read_all(
-    mut from: impl std::io::Read + Send + 'static,
-    into: Arc<Mutex<String>>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = from.read_to_end(&mut buf);
-        *into.lock().unwrap_or_else(|e| e.into_inner()) = String::from_utf8_lossy(&buf).into();
-    })
 }
 
 /// A running `skillhost mcp login SERVER --no-open`, killed if dropped
@@ -458,189 +316,6 @@ impl Drop for Serve {
 // ---------------------------------------------------------------------------
 // HTTP: the person's browser, and a few plain requests
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
-
-fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .expect("HTTP client")
-}
-
-/// The first value of `name` in `url`'s query.
-fn query(url: &reqwest::Url, name: &str) -> Option<String> {
-    url.query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
-/// `application/x-www-form-urlencoded` for `pairs`.
-fn form(pairs: &[(&str, &str)]) -> String {
-    let mut url = reqwest::Url::parse("http://form.invalid/").expect("URL");
-    {
-        let mut q = url.query_pairs_mut();
-        for (k, v) in pairs {
-            q.append_pair(k, v);
-        }
-    }
-    url.query().unwrap_or_default().to_string()
-}
-
-/// Unescapes the few entities an HTML attribute value holds here.
-fn unescape(s: &str) -> String {
-    s.replace("&#x2F;", "/")
-        .replace("&#47;", "/")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-}
-
-/// The value of attribute `attr` in the first tag of `html` that starts
-/// with `tag_start` (e.g. `<form`).
-fn attribute(html: &str, tag_start: &str, attr: &str) -> Option<String> {
-    let at = html.find(tag_start)?;
-    let tag = &html[at..at + html[at..].find('>')?];
-    let key = format!("{attr}=\"");
-    let from = tag.find(&key)? + key.len();
-    let len = tag[from..].find('"')?;
-    Some(unescape(&tag[from..from + len]))
-}
-
-/// The `href` of the link whose target ends with `suffix`.
-fn link_ending(html: &str, suffix: &str) -> Option<String> {
-    html.match_indices("href=\"").find_map(|(i, m)| {
-        let from = i + m.len();
-        let value = unescape(&html[from..from + html[from..].find('"')?]);
-        value.ends_with(suffix).then_some(value)
-    })
-}
-
-/// A browser that keeps cookies per origin and never follows a redirect
-/// by itself.
-struct Browser {
-    http: reqwest::Client,
-    cookies: std::collections::HashMap<String, Vec<(String, String)>>,
-}
-
-/// What the person does at the authorization server.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Person {
-    /// Signs in as `login` and allows the request.
-    Allows(&'static str),
-    /// Cancels on the sign-in page.
-    Cancels,
-}
-
-impl Browser {
-    fn new() -> Browser {
-        Browser {
-            http: http_client(),
-            cookies: Default::default(),
-        }
-    }
-
-    async fn send(
-        &mut self,
-        url: &reqwest::Url,
-        post: Option<String>,
-    ) -> (u16, Option<reqwest::Url>, String) {
-        let origin = url.origin().ascii_serialization();
-        let mut request = match &post {
-            Some(body) => self
-                .http
-                .post(url.clone())
-                .header("Content-Type", "application/x-www-form-urlencoded")
-                .body(body.clone()),
-            None => self.http.get(url.clone()),
-        };
-        if let Some(jar) = self.cookies.get(&origin).filter(|j| !j.is_empty()) {
-            let header: Vec<String> = jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            request = request.header("Cookie", header.join("; "));
-        }
-        let response = request
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("the browser cannot reach {origin}{}: {e}", url.path()));
-        let status = response.status().as_u16();
-        let jar = self.cookies.entry(origin).or_default();
-        for set in response.headers().get_all("set-cookie") {
-            let set = set.to_str().unwrap_or_default();
-            let pair = set.split(';').next().unwrap_or_default();
-            let Some((name, value)) = pair.split_once('=') else {
-                continue;
-            };
-            let gone = value.is_empty()
-                || set
-                    .to_ascii_lowercase()
-                    .contains("expires=thu, 01 jan 1970");
-            jar.retain(|(k, _)| k != name.trim());
-            if !gone {
-                jar.push((name.trim().to_string(), value.trim().to_string()));
-            }
-        }
-        let location = response
-            .headers()
-            .get("location")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|l| url.join(l).ok());
-        let body = response.text().await.unwrap_or_default();
-        (status, location, body)
-    }
-
-    /// Goes to `authorization_url` and does what `person` does until the
-    /// authorization server sends the browser to `callback` (skillhost's
-    /// listener); returns the callback URL the browser opened and the
-    /// listener's answer.
-    async fn visit(
-        &mut self,
-        authorization_url: &str,
-        callback: &reqwest::Url,
-        person: Person,
-    ) -> (reqwest::Url, u16, String) {
-        let mut url = reqwest::Url::parse(authorization_url).expect("authorization URL");
-        let mut post = None;
-        for _ in 0..MAX_BROWSER_STEPS {
-            let at_callback = url.origin() == callback.origin() && url.path() == callback.path();
-            let (status, location, body) = self.send(&url, post.take()).await;
-            if at_callback {
-                return (url, status, body);
-            }
-            if (300..400).contains(&status) {
-                url = location.unwrap_or_else(|| panic!("{status} without a Location at {url}"));
-                continue;
-            }
-            assert_eq!(status, 200, "{url}: {body}");
-            let prompt = attribute(&body, "<input type=\"hidden\" name=\"prompt\"", "value")
-                .unwrap_or_else(|| panic!("no form on the page at {}: {body}", url.path()));
-            if person == Person::Cancels {
-                let abort = link_ending(&body, "/abort").expect("a cancel link");
-                url = url.join(&abort).expect("abort URL");
-                continue;
-            }
-            let action = attribute(&body, "<form", "action").expect("form action");
-            let fields = match (prompt.as_str(), person) {
-                ("login", Person::Allows(login)) => {
-                    form(&[("prompt", "login"), ("login", login), ("password", "pw")])
-                }
-                ("consent", _) => form(&[("prompt", "consent")]),
-                (other, _) => panic!("unexpected prompt {other:?}: {body}"),
-            };
-            url = url.join(&action).expect("form action URL");
-            post = Some(fields);
-        }
-        panic!("the browser did not reach {callback} within {MAX_BROWSER_STEPS} requests");
-    }
-}
-
 /// `GET url` with `Authorization: Bearer token`; the JSON answer.
 async fn get_json(http: &reqwest::Client, url: &str, token: &str) -> (u16, Value) {
     let response = http
@@ -763,32 +438,6 @@ fn assert_alice(who: &Value, resource: &str) {
     );
 }
 
-/// Every regular file under `dir`, not following symlinks.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                stack.push(entry.path());
-            } else if kind.is_file() {
-                out.push(entry.path());
-            }
-        }
-    }
-    out
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
-}
-
 /// Fails if any of `secrets` is in a file of `data` other than the token
 /// file, or in any of `texts`.
 fn assert_no_token_outside_the_token_file(data: &Path, secrets: &[String], texts: &[String]) {
@@ -898,7 +547,7 @@ fn sign_in_quickly(t: &Transcript, rt: &tokio::runtime::Runtime, data: &Path) {
 /// anywhere but the token file.
 #[test]
 fn sign_in_call_refresh_and_a_dead_refresh_against_real_peers() {
-    let provider = start_provider(ACCESS_TTL);
+    let provider = oidc::start_provider(&["--access-ttl", &ACCESS_TTL.to_string()]);
     let issuer = provider.ready.clone();
     let (protected, url, resource) = start_protected(&issuer, ResourceAt::Endpoint);
     assert_eq!(url, resource);
@@ -1153,7 +802,7 @@ fn sign_in_call_refresh_and_a_dead_refresh_against_real_peers() {
 /// `mcp login` fails saying so, and no token file is written.
 #[test]
 fn hostile_callbacks_leave_no_token_file() {
-    let provider = start_provider(3600);
+    let provider = oidc::start_provider(&[]);
     let issuer = provider.ready.clone();
     let (_protected, url, _) = start_protected(&issuer, ResourceAt::Endpoint);
     let rt = runtime();
@@ -1217,7 +866,7 @@ fn hostile_callbacks_leave_no_token_file() {
 /// too (RFC 8707: the refresh asks for the resource the grant was for).
 #[test]
 fn tokens_for_a_resource_named_by_its_origin_are_refreshed_by_a_later_process() {
-    let provider = start_provider(ACCESS_TTL);
+    let provider = oidc::start_provider(&["--access-ttl", &ACCESS_TTL.to_string()]);
     let issuer = provider.ready.clone();
     let (protected, url, resource) = start_protected(&issuer, ResourceAt::Origin);
     assert_ne!(url, resource);
@@ -1255,7 +904,7 @@ fn tokens_for_a_resource_named_by_its_origin_are_refreshed_by_a_later_process() 
 /// make the authorization server revoke the whole grant.
 #[test]
 fn processes_refreshing_at_once_keep_the_sign_in() {
-    let provider = start_provider(ACCESS_TTL);
+    let provider = oidc::start_provider(&["--access-ttl", &ACCESS_TTL.to_string()]);
     let issuer = provider.ready.clone();
     let (_protected, url, resource) = start_protected(&issuer, ResourceAt::Endpoint);
     let rt = runtime();
