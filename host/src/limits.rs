@@ -423,6 +423,17 @@ pub const MAX_ACCESS_TOKEN_BYTES: usize = 16 * 1024;
 /// set, introspection): such documents are a few KiB.
 pub const MAX_AUTH_METADATA_BYTES: usize = 256 * 1024;
 
+/// The most of a refused HTTP request's body the front reads before it
+/// answers (so the connection stays usable for the client's next request,
+/// e.g. fetching the metadata a 401 names): 64 KiB, more than any MCP
+/// request a client sends before it has a token; a bigger body gets the
+/// refusal with `Connection: close`.
+pub const REFUSED_BODY_DRAIN_BYTES: usize = 64 << 10;
+
+/// How long the front waits for a refused request's body: 2 s, a slow
+/// client's body on a loaded link; a slower one gets `Connection: close`.
+pub const REFUSED_BODY_DRAIN_TIME: Duration = Duration::from_secs(2);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -290,6 +290,10 @@ struct Keys {
     set: Option<JwkSet>,
     fetched: Option<Instant>,
     jwks_uri: Option<String>,
+    /// Why the latest fetch failed, if it did: until the next one, a key
+    /// not found is the authorization server's outage, not the token's
+    /// fault.
+    failed: Option<String>,
 }
 
 impl AccessVerifier {
@@ -411,14 +415,30 @@ impl AccessVerifier {
             }
             self.fetch_keys(&mut keys).await?;
         }
+        if let Some(why) = &keys.failed {
+            return Err(AccessRefusal::Unavailable(format!(
+                "the issuer's signing keys cannot be fetched (tried again at most every {} s): {why}",
+                JWKS_REFETCH_INTERVAL.as_secs()
+            )));
+        }
         Err(AccessRefusal::Invalid(match kid {
-            Some(k) => format!("the access token names a key ({k:?}) the issuer does not publish"),
+            Some(k) => format!(
+                "the access token names a key ({:?}) the issuer does not publish",
+                k.chars().take(64).collect::<String>()
+            ),
             None => "the access token names no key and the issuer publishes several".into(),
         }))
     }
 
     async fn fetch_keys(&self, keys: &mut Keys) -> Result<(), AccessRefusal> {
         keys.fetched = Some(Instant::now());
+        let fetched = self.fetch_key_set(keys).await;
+        keys.failed = fetched.as_ref().err().map(ToString::to_string);
+        keys.set = Some(fetched?);
+        Ok(())
+    }
+
+    async fn fetch_key_set(&self, keys: &mut Keys) -> Result<JwkSet, AccessRefusal> {
         let uri = match &keys.jwks_uri {
             Some(u) => u.clone(),
             None => {
@@ -428,11 +448,9 @@ impl AccessVerifier {
             }
         };
         let doc = self.get_json(&uri).await?;
-        let set: JwkSet = serde_json::from_value(doc).map_err(|_| {
+        serde_json::from_value(doc).map_err(|_| {
             AccessRefusal::Unavailable(format!("the key set at {uri} is not a JWK set"))
-        })?;
-        keys.set = Some(set);
-        Ok(())
+        })
     }
 
     /// The issuer's `jwks_uri`, from its OAuth or OpenID metadata (RFC 8414
@@ -769,6 +787,30 @@ mod tests {
                 .to_string()
                 .contains("longer")
         );
+    }
+
+    #[tokio::test]
+    async fn keys_that_cannot_be_fetched_are_an_outage_not_a_bad_token() {
+        use base64::Engine as _;
+        let mut s = settings();
+        s.issuer = "http://127.0.0.1:1".into();
+        s.jwks_uri = Some("http://127.0.0.1:1/jwks".into());
+        let v = AccessVerifier::new(s).expect("verifier");
+        let b64 = |v: serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        };
+        let token = format!(
+            "{}.{}.c2ln",
+            b64(serde_json::json!({"alg": "RS256", "kid": "k1"})),
+            b64(serde_json::json!({"skillhost_persona": "ana"}))
+        );
+        // The fetch fails; so does the next token, within the refetch
+        // interval, without a fetch: both are the issuer's outage (503),
+        // not a token naming a key the issuer does not publish (401).
+        for _ in 0..2 {
+            let e = v.verify(&token).await.unwrap_err();
+            assert!(matches!(e, AccessRefusal::Unavailable(_)), "{e:?}");
+        }
     }
 
     #[test]

@@ -222,9 +222,10 @@ impl http_body::Body for Tracked {
 }
 
 async fn mcp(State(st): State<AppState>, req: Request) -> Response {
-    let caller = match st.mcp_caller(req.headers()).await {
+    let caller = st.mcp_caller(req.headers()).await;
+    let caller = match caller {
         Ok(c) => c,
-        Err(resp) => return resp,
+        Err(resp) => return refuse_unread(req, resp).await,
     };
     // A POST carries a client message (a call); GET streams, DELETE and a
     // 2026-07-28 `subscriptions/listen` (a POST that stays open for
@@ -282,6 +283,31 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         }),
         (None, None) => resp,
     }
+}
+
+/// `resp`, refusing `req`, once `req`'s body is read. A refusal sent with
+/// the body unread makes hyper close the connection
+/// after the answer, without saying so (no `Connection: close`), when the
+/// body had not arrived yet; a client that reuses the connection (an
+/// OAuth client fetching the metadata its 401 names) then fails with "the
+/// server disconnected". So the body is read (at most
+/// [`crate::limits::REFUSED_BODY_DRAIN_BYTES`], for at most
+/// [`crate::limits::REFUSED_BODY_DRAIN_TIME`])
+/// and the connection stays usable; a bigger or slower body gets the
+/// refusal with `Connection: close`.
+async fn refuse_unread(req: Request, mut resp: Response) -> Response {
+    let drained = tokio::time::timeout(
+        crate::limits::REFUSED_BODY_DRAIN_TIME,
+        axum::body::to_bytes(req.into_body(), crate::limits::REFUSED_BODY_DRAIN_BYTES),
+    )
+    .await;
+    if !matches!(drained, Ok(Ok(_))) {
+        resp.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    resp
 }
 
 /// 503 with the reason, for a request over a cap.
@@ -359,13 +385,15 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
         )
             .into_response();
     }
-    if let Err(message) = st.inner.origin.check(req.headers()) {
+    let checked = st.inner.origin.check(req.headers());
+    if let Err(message) = checked {
         tracing::info!("refused a request: {message}");
-        return (
+        let resp = (
             StatusCode::FORBIDDEN,
             axum::Json(serde_json::json!({"error": message})),
         )
             .into_response();
+        return refuse_unread(req, resp).await;
     }
     next.run(req).await
 }
@@ -678,4 +706,86 @@ async fn metrics(_: AdminAuth, State(st): State<AppState>) -> Response {
         axum::http::HeaderValue::from_static(crate::authority::metrics::METRICS_CONTENT_TYPE),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+
+    /// One HTTP/1.1 response (head and `Content-Length` body) from `s`;
+    /// what was read when the connection ends first.
+    fn read_response(s: &mut std::net::TcpStream) -> String {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&seen).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if body.len() >= length {
+                    return text;
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                _ => return text,
+            }
+        }
+    }
+
+    /// A request refused before its body arrived leaves the connection
+    /// usable (the body is read first): a client that reuses it (an OAuth
+    /// client fetching the metadata its 401 names) gets an answer, not a
+    /// closed connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refusal_before_the_body_keeps_the_connection() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let host = crate::HostBuilder::new(tmp.path().join("data"))
+            .build()
+            .await
+            .expect("host");
+        let server = super::HttpServerBuilder::new(host.clone(), "127.0.0.1:0".parse().unwrap())
+            .bind()
+            .await
+            .expect("bind");
+        let addr = server.local_addr();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let stopped = stop.clone();
+        let running = tokio::spawn(server.run(async move { stopped.cancelled().await }));
+        let second = tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .expect("timeout");
+            let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+            write!(
+                s,
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .expect("head");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            s.write_all(body.as_bytes()).expect("body");
+            let first = read_response(&mut s);
+            assert!(first.starts_with("HTTP/1.1 401"), "{first}");
+            assert!(
+                !first.to_ascii_lowercase().contains("connection: close"),
+                "{first}"
+            );
+            write!(s, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("second");
+            read_response(&mut s)
+        })
+        .await
+        .expect("the client");
+        assert!(second.starts_with("HTTP/1.1 200"), "{second:?}");
+        stop.cancel();
+        let _ = running.await;
+        host.shutdown().await;
+    }
 }
