@@ -36,8 +36,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{command, python, repo};
 use oidc::{
-    AuthorizationServer, Peer, collect, contains, files_under, http_client, jwt_claims, read_all,
-    runtime, text_of, wait_bounded,
+    AuthorizationServer, Peer, assert_secrets_absent, collect, files_under, http_client,
+    jwt_claims, run_to_end, runtime, text_of, wait_bounded,
 };
 use serde_json::{Value, json};
 
@@ -62,24 +62,10 @@ fn free_port() -> u16 {
 /// Runs `skillhost --data-dir DATA ARGS…` to the end (bounded); its stdout,
 /// asserting success.
 fn ok(data: &Path, args: &[&str]) -> String {
-    let mut child = command(data, args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run skillhost");
-    let (out, err) = (Arc::default(), Arc::default());
-    let readers = [
-        read_all(child.stdout.take().expect("stdout"), Arc::clone(&out)),
-        read_all(child.stderr.take().expect("stderr"), Arc::clone(&err)),
-    ];
     let what = format!("skillhost {}", args.join(" "));
-    let status = wait_bounded(&mut child, PROCESS_LIMIT, &what);
-    for r in readers {
-        let _ = r.join();
-    }
-    assert!(status.success(), "{what}: {}", text_of(&err));
-    text_of(&out)
+    let (status, out, err) = run_to_end(&mut command(data, args), PROCESS_LIMIT, &what);
+    assert!(status.success(), "{what}: {err}");
+    out
 }
 
 /// `settings.json` with `front_oauth` (or none).
@@ -438,25 +424,11 @@ fn jwks_fetches(provider: &Peer) -> usize {
 
 /// Runs tests/peers/oauth_client.py (bounded); the JSON it printed.
 fn python_sign_in(url: &str, login: &str) -> Value {
-    let mut child = Command::new(python())
-        .arg(repo().join("tests/peers/oauth_client.py"))
+    let mut cmd = Command::new(python());
+    cmd.arg(repo().join("tests/peers/oauth_client.py"))
         .arg(url)
-        .arg(login)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run oauth_client.py");
-    let (out, err) = (Arc::default(), Arc::default());
-    let readers = [
-        read_all(child.stdout.take().expect("stdout"), Arc::clone(&out)),
-        read_all(child.stderr.take().expect("stderr"), Arc::clone(&err)),
-    ];
-    let status = wait_bounded(&mut child, PROCESS_LIMIT, "oauth_client.py");
-    for r in readers {
-        let _ = r.join();
-    }
-    let (out, err) = (text_of(&out), text_of(&err));
+        .arg(login);
+    let (status, out, err) = run_to_end(&mut cmd, PROCESS_LIMIT, "oauth_client.py");
     assert!(status.success(), "oauth_client.py failed:\n{out}\n{err}");
     serde_json::from_str(out.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("oauth_client.py printed no JSON ({e}): {out}\n{err}"))
@@ -472,34 +444,12 @@ fn forged(header: &Value, claims: &Value, signature: &str) -> String {
 
 /// Fails if any of `secrets` is in a file under `data` or in `texts`.
 fn assert_no_token_written(data: &Path, secrets: &[String], texts: &[String]) {
-    assert!(
-        secrets.iter().all(|s| s.len() >= 20),
-        "a token is too short"
-    );
     let files = files_under(data);
     assert!(
         files.iter().any(|f| f.ends_with("skillhost.db")),
         "{files:?}"
     );
-    for file in &files {
-        let bytes = std::fs::read(file).unwrap_or_default();
-        for (i, secret) in secrets.iter().enumerate() {
-            assert!(
-                !contains(&bytes, secret.as_bytes()),
-                "token #{i} is in {}",
-                file.display()
-            );
-        }
-    }
-    for text in texts {
-        for (i, secret) in secrets.iter().enumerate() {
-            assert!(
-                !text.contains(secret.as_str()),
-                "token #{i} was printed:\n{}",
-                text.lines().next().unwrap_or_default()
-            );
-        }
-    }
+    assert_secrets_absent(&files, secrets, texts);
 }
 
 // ---------------------------------------------------------------------------

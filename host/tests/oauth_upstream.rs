@@ -32,8 +32,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{command, python, repo};
 use oidc::{
-    Browser, Peer, Person, collect, contains, files_under, form, http_client, query, read_all,
-    runtime, text_of, wait_bounded,
+    Browser, Peer, Person, assert_secrets_absent, collect, files_under, form, http_client, query,
+    run_to_end, runtime, text_of, wait_bounded,
 };
 use serde_json::{Value, json};
 
@@ -126,25 +126,13 @@ impl Ran {
 /// `env` added, and records its output in `t`.
 fn run(t: &Transcript, data: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
     let mut cmd = command(data, args);
-    cmd.envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("run skillhost");
-    let (out, err) = (Arc::default(), Arc::default());
-    let readers = [
-        read_all(child.stdout.take().expect("stdout"), Arc::clone(&out)),
-        read_all(child.stderr.take().expect("stderr"), Arc::clone(&err)),
-    ];
+    cmd.envs(env.iter().copied());
     let what = format!("skillhost {}", args.join(" "));
-    let status = wait_bounded(&mut child, PROCESS_LIMIT, &what);
-    for r in readers {
-        let _ = r.join();
-    }
+    let (status, stdout, stderr) = run_to_end(&mut cmd, PROCESS_LIMIT, &what);
     let ran = Ran {
         status,
-        stdout: text_of(&out),
-        stderr: text_of(&err),
+        stdout,
+        stderr,
     };
     t.add(&what, &format!("{}\n{}", ran.stdout, ran.stderr));
     ran
@@ -443,57 +431,23 @@ fn assert_alice(who: &Value, resource: &str) {
 fn assert_no_token_outside_the_token_file(data: &Path, secrets: &[String], texts: &[String]) {
     assert!(!secrets.is_empty());
     let keep = token_file(data);
-    let files = files_under(data);
-    // Values read from the token file: long enough not to match by chance.
-    assert!(
-        secrets.iter().all(|s| s.len() >= 20),
-        "a token is too short"
-    );
-    for file in files.iter().filter(|f| **f != keep) {
-        let bytes = std::fs::read(file).unwrap_or_default();
-        for (i, secret) in secrets.iter().enumerate() {
-            assert!(
-                !contains(&bytes, secret.as_bytes()),
-                "token #{i} is in {}",
-                file.display()
-            );
-        }
-    }
-    for text in texts {
-        for (i, secret) in secrets.iter().enumerate() {
-            assert!(
-                !text.contains(secret.as_str()),
-                "token #{i} was printed:\n{}",
-                text.lines().next().unwrap_or_default()
-            );
-        }
-    }
+    let files: Vec<PathBuf> = files_under(data)
+        .into_iter()
+        .filter(|f| *f != keep)
+        .collect();
+    assert_secrets_absent(&files, secrets, texts);
 }
 
 /// Runs tests/peers/http_calls.py: `calls` through `serve --http` as the
 /// bearer of `token`; one entry per call.
 fn calls_through_serve(t: &Transcript, port: u16, token: &str, calls: Value) -> Vec<Value> {
-    let mut child = Command::new(python())
-        .arg(repo().join("tests/peers/http_calls.py"))
+    let mut cmd = Command::new(python());
+    cmd.arg(repo().join("tests/peers/http_calls.py"))
         .arg(format!("http://127.0.0.1:{port}/mcp"))
         .arg(token)
         .arg("legacy")
-        .arg(calls.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run http_calls.py");
-    let (out, err) = (Arc::default(), Arc::default());
-    let readers = [
-        read_all(child.stdout.take().expect("stdout"), Arc::clone(&out)),
-        read_all(child.stderr.take().expect("stderr"), Arc::clone(&err)),
-    ];
-    let status = wait_bounded(&mut child, PROCESS_LIMIT, "http_calls.py");
-    for r in readers {
-        let _ = r.join();
-    }
-    let (out, err) = (text_of(&out), text_of(&err));
+        .arg(calls.to_string());
+    let (status, out, err) = run_to_end(&mut cmd, PROCESS_LIMIT, "http_calls.py");
     t.add("http_calls.py", &format!("{out}\n{err}"));
     assert!(status.success(), "http_calls.py failed:\n{out}\n{err}");
     let report: Value = serde_json::from_str(out.lines().last().unwrap_or_default())

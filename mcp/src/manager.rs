@@ -836,8 +836,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
                     s.pid = None;
                     s.session = None;
                 });
-                let url = config.url.clone().unwrap_or_default();
-                let store = TokenStore::new(&server_dir(&inner.opts.data_root, &config.name), &url);
+                let store = TokenStore::of(&inner.opts.data_root, &config);
                 if wait_for_sign_in(&store, &stop).await {
                     continue;
                 }
@@ -860,11 +859,12 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
                         _ = stop.cancelled() => break None,
                         _ = tokio::time::sleep(TOKEN_FILE_POLL), if token_stamp.is_some() => {
                             if let Some(auth) = &conn.auth {
-                                let now = auth.store.stamp();
-                                if token_stamp != Some(now) {
-                                    token_stamp = Some(now);
-                                    // Signed in (or refreshed) elsewhere: take the
-                                    // client and tokens the file holds now.
+                                let (elsewhere, now) = auth.store.changed_elsewhere(token_stamp.flatten());
+                                token_stamp = Some(now);
+                                if elsewhere {
+                                    // Signed in (or refreshed) by another process:
+                                    // take the client and tokens the file holds now.
+                                    // This session's own refreshes need no rebuild.
                                     match crate::oauth::stored_manager(&config, &auth.store).await {
                                         Ok(m) => *auth.manager.lock().await = m,
                                         Err(e) => tracing::warn!(server = %config.name, "{e}"),
@@ -1016,8 +1016,7 @@ async fn open_session(
             return Err(OpenError::SignIn(challenge));
         };
         sign_ins += 1;
-        let url = config.url.clone().unwrap_or_default();
-        let store = TokenStore::new(&dir, &url);
+        let store = TokenStore::of(&inner.opts.data_root, config);
         sign_in(config, &store, browser.as_ref(), Some(&challenge), &[])
             .await
             .map_err(OpenError::Failed)?;

@@ -280,7 +280,7 @@ pub(crate) struct AccessClaims {
 
 /// The verifier: settings, a key-set cache, an HTTP client.
 pub(crate) struct AccessVerifier {
-    settings: FrontOAuth,
+    settings: Arc<FrontOAuth>,
     http: reqwest::Client,
     keys: tokio::sync::Mutex<Keys>,
 }
@@ -310,14 +310,9 @@ impl AccessVerifier {
                 jwks_uri: settings.jwks_uri.clone(),
                 ..Keys::default()
             }),
-            settings,
+            settings: Arc::new(settings),
             http,
         })
-    }
-
-    /// The settings.
-    pub fn settings(&self) -> &FrontOAuth {
-        &self.settings
     }
 
     /// Verifies `token` and returns what it says.
@@ -623,8 +618,8 @@ impl Host {
     /// }
     /// # }
     /// ```
-    pub fn front_oauth(&self) -> Option<FrontOAuth> {
-        self.access_verifier().map(|v| v.settings().clone())
+    pub fn front_oauth(&self) -> Option<Arc<FrontOAuth>> {
+        self.access_verifier().map(|v| v.settings.clone())
     }
 
     fn access_verifier(&self) -> Option<Arc<AccessVerifier>> {
@@ -672,9 +667,10 @@ impl Host {
             r
         };
         let claims = verifier.verify(token).await.map_err(refuse)?;
+        // The registry snapshot, not a read of every persona per request.
         let known = self
-            .personas()
-            .map(|ps| ps.iter().any(|p| p.id == claims.persona))
+            .registry()
+            .map(|r| r.personas.contains(&claims.persona))
             .unwrap_or(false);
         if !known {
             return Err(refuse(AccessRefusal::Invalid(format!(

@@ -806,14 +806,7 @@ impl HostInner {
         let (log, forwarding) = match req.log.clone() {
             Some(sink) => {
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                let min = match sink.min {
-                    crate::GuestLogLevel::Trace | crate::GuestLogLevel::Debug => {
-                        skillhost_mcp::ServerLogLevel::Debug
-                    }
-                    crate::GuestLogLevel::Info => skillhost_mcp::ServerLogLevel::Info,
-                    crate::GuestLogLevel::Warn => skillhost_mcp::ServerLogLevel::Warning,
-                    crate::GuestLogLevel::Error => skillhost_mcp::ServerLogLevel::Error,
-                };
+                let min = server_level(sink.min);
                 (
                     Some(skillhost_mcp::ServerLogSink { min, lines: tx }),
                     Some(tokio::spawn(self.clone().forward_server_log(rx, sink))),
@@ -900,15 +893,9 @@ impl HostInner {
         mut lines: tokio::sync::mpsc::UnboundedReceiver<skillhost_mcp::ServerLogLine>,
         sink: crate::LogSink,
     ) {
-        use skillhost_mcp::ServerLogLevel as S;
         let mut sent = 0;
         while let Some(line) = lines.recv().await {
-            let level = match line.level {
-                S::Debug => crate::GuestLogLevel::Debug,
-                S::Info | S::Notice => crate::GuestLogLevel::Info,
-                S::Warning => crate::GuestLogLevel::Warn,
-                _ => crate::GuestLogLevel::Error,
-            };
+            let level = guest_level(line.level);
             if level < sink.min || sent >= limits::MAX_CALL_NOTICES {
                 continue;
             }
@@ -1089,6 +1076,32 @@ fn authorize(
         return Err((Refusal::Disabled(why.clone()), provider));
     }
     Ok(entry)
+}
+
+/// The MCP logging level that asks a server for the lines a caller's
+/// sink takes (MCP has no `trace`).
+fn server_level(l: crate::GuestLogLevel) -> skillhost_mcp::ServerLogLevel {
+    use crate::GuestLogLevel as G;
+    use skillhost_mcp::ServerLogLevel as S;
+    match l {
+        G::Trace | G::Debug => S::Debug,
+        G::Info => S::Info,
+        G::Warn => S::Warning,
+        G::Error => S::Error,
+    }
+}
+
+/// A server's log level as the caller's sink counts it (`notice` is
+/// informational; everything above `warning` is an error).
+fn guest_level(l: skillhost_mcp::ServerLogLevel) -> crate::GuestLogLevel {
+    use crate::GuestLogLevel as G;
+    use skillhost_mcp::ServerLogLevel as S;
+    match l {
+        S::Debug => G::Debug,
+        S::Info | S::Notice => G::Info,
+        S::Warning => G::Warn,
+        S::Error | S::Critical | S::Alert | S::Emergency => G::Error,
+    }
 }
 
 /// An upstream MCP server's questions during a call, put to the caller's

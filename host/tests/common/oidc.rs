@@ -166,6 +166,55 @@ pub fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatu
     }
 }
 
+/// Runs `cmd` to the end with its output piped (bounded by `limit`,
+/// killed and failing past it): its status, stdout and stderr.
+pub fn run_to_end(cmd: &mut Command, limit: Duration, what: &str) -> (ExitStatus, String, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let (out, err) = (Arc::default(), Arc::default());
+    let readers = [
+        read_all(child.stdout.take().expect("stdout"), Arc::clone(&out)),
+        read_all(child.stderr.take().expect("stderr"), Arc::clone(&err)),
+    ];
+    let status = wait_bounded(&mut child, limit, what);
+    for r in readers {
+        let _ = r.join();
+    }
+    (status, text_of(&out), text_of(&err))
+}
+
+/// Fails if any of `secrets` (each at least 20 bytes, so that none
+/// matches by chance) is in one of `files` or in one of `texts`.
+pub fn assert_secrets_absent(files: &[PathBuf], secrets: &[String], texts: &[String]) {
+    assert!(
+        secrets.iter().all(|s| s.len() >= 20),
+        "a token is too short"
+    );
+    for file in files {
+        let bytes = std::fs::read(file).unwrap_or_default();
+        for (i, secret) in secrets.iter().enumerate() {
+            assert!(
+                !contains(&bytes, secret.as_bytes()),
+                "token #{i} is in {}",
+                file.display()
+            );
+        }
+    }
+    for text in texts {
+        for (i, secret) in secrets.iter().enumerate() {
+            assert!(
+                !text.contains(secret.as_str()),
+                "token #{i} was printed:\n{}",
+                text.lines().next().unwrap_or_default()
+            );
+        }
+    }
+}
+
 /// Reads all of `from` into `into` (on a thread; join it).
 pub fn read_all(
     mut from: impl std::io::Read + Send + 'static,

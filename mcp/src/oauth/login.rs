@@ -9,7 +9,6 @@ use super::Browser;
 use super::flow::{Challenge, sign_in};
 use super::store::TokenStore;
 use crate::config::{ServerConfig, TransportKind};
-use crate::manager::server_dir;
 
 /// Where a server stands with OAuth, from its token file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -52,13 +51,6 @@ pub struct SignInReport {
     pub token_file: std::path::PathBuf,
 }
 
-fn store_of(data_root: &Path, config: &ServerConfig) -> TokenStore {
-    TokenStore::new(
-        &server_dir(data_root, &config.name),
-        config.url.as_deref().unwrap_or_default(),
-    )
-}
-
 /// What `config`'s token file says.
 ///
 /// ```
@@ -70,7 +62,7 @@ pub fn sign_in_state(data_root: &Path, config: &ServerConfig) -> SignInState {
     if !config.uses_oauth() {
         return SignInState::NotUsed;
     }
-    let store = store_of(data_root, config);
+    let store = TokenStore::of(data_root, config);
     if let Some(reason) = store.refused() {
         return SignInState::Unusable { reason };
     }
@@ -118,7 +110,7 @@ pub async fn login(
     }
     let url = config.url.clone().unwrap_or_default();
     let challenge = probe(&url, config.transport).await?;
-    let store = store_of(data_root, config);
+    let store = TokenStore::of(data_root, config);
     sign_in(config, &store, browser, challenge.as_ref(), scopes).await?;
     Ok(SignInReport {
         server: config.name.clone(),
@@ -129,7 +121,7 @@ pub async fn login(
 
 /// Removes `config`'s tokens; `true` when there were some.
 pub fn logout(data_root: &Path, config: &ServerConfig) -> Result<bool, String> {
-    store_of(data_root, config).remove()
+    TokenStore::of(data_root, config).remove()
 }
 
 /// An unauthenticated `initialize` to `url` (for a legacy SSE server, the

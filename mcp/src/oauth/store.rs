@@ -76,10 +76,12 @@ impl TokenFile {
 }
 
 /// What the cache last saw on disk: (modified, size, inode).
-type Stamp = (SystemTime, u64, u64);
+pub(crate) type Stamp = (SystemTime, u64, u64);
 
 struct Cached {
     stamp: Option<Stamp>,
+    /// The stamp of this store's own last write.
+    written: Option<Stamp>,
     file: TokenFile,
     /// Why the file on disk was not used, if it was not.
     refused: Option<String>,
@@ -102,6 +104,14 @@ impl std::fmt::Debug for TokenStore {
 }
 
 impl TokenStore {
+    /// The store of `config`'s server in the data dir at `data_root`.
+    pub fn of(data_root: &Path, config: &crate::config::ServerConfig) -> TokenStore {
+        TokenStore::new(
+            &crate::manager::server_dir(data_root, &config.name),
+            config.url.as_deref().unwrap_or_default(),
+        )
+    }
+
     /// The store of the server whose folder is `dir`, for `server_url`.
     pub fn new(dir: &Path, server_url: &str) -> TokenStore {
         TokenStore {
@@ -109,6 +119,7 @@ impl TokenStore {
             server_url: server_url.to_string(),
             cache: Arc::new(Mutex::new(Cached {
                 stamp: None,
+                written: None,
                 file: TokenFile::empty(server_url),
                 refused: None,
             })),
@@ -132,15 +143,29 @@ impl TokenStore {
         self.lock().refused.clone()
     }
 
+    /// The credentials the file holds (without cloning the rest of it:
+    /// this is read for every request).
+    pub fn credentials(&self) -> Option<StoredCredentials> {
+        self.refresh();
+        self.lock().file.credentials.clone()
+    }
+
+    /// Whether the file changed since `seen` by another writer than this
+    /// store (another process's sign-in), returning its stamp now.
+    pub fn changed_elsewhere(&self, seen: Option<Stamp>) -> (bool, Option<Stamp>) {
+        let now = stamp_of(&self.path);
+        let written = self.lock().written;
+        (now != seen && now != written, now)
+    }
+
     /// Whether the file holds tokens for this server.
     pub fn has_tokens(&self) -> bool {
-        self.read()
-            .credentials
+        self.credentials()
             .is_some_and(|c| c.token_response.is_some())
     }
 
     /// The file's stamp, to notice a sign-in by another process.
-    pub fn stamp(&self) -> Option<(SystemTime, u64, u64)> {
+    pub fn stamp(&self) -> Option<Stamp> {
         stamp_of(&self.path)
     }
 
@@ -155,6 +180,7 @@ impl TokenStore {
         write_private(&self.path, &file)?;
         cached.file = file;
         cached.stamp = stamp_of(&self.path);
+        cached.written = cached.stamp;
         cached.refused = None;
         Ok(())
     }
@@ -312,7 +338,7 @@ fn write_private(path: &Path, file: &TokenFile) -> Result<(), String> {
 #[async_trait::async_trait]
 impl CredentialStore for TokenStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        Ok(self.read().credentials)
+        Ok(self.credentials())
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {

@@ -76,15 +76,21 @@ impl AppState {
         let Some(token) = bearer(headers) else {
             return Err(unauthorized(false, GET_A_TOKEN));
         };
+        self.token_caller(token)?.ok_or_else(|| {
+            tracing::info!("refused a request with an unknown bearer token");
+            unauthorized(true, GET_A_TOKEN)
+        })
+    }
+
+    /// The caller a skillhost token (the admin token, a persona token)
+    /// stands for; `None` for a token that is neither.
+    #[allow(clippy::result_large_err)] // the rejection is the response itself
+    fn token_caller(&self, token: &str) -> Result<Option<Caller>, Response> {
         if self.is_admin(token) {
-            return Ok(Caller::Operator);
+            return Ok(Some(Caller::Operator));
         }
         match self.inner.host.token_persona(token) {
-            Ok(Some(persona)) => Ok(Caller::persona(persona)),
-            Ok(None) => {
-                tracing::info!("refused a request with an unknown bearer token");
-                Err(unauthorized(true, GET_A_TOKEN))
-            }
+            Ok(p) => Ok(p.map(Caller::persona)),
             Err(e) => Err(internal(format!("cannot check the bearer token: {e:#}"))),
         }
     }
@@ -104,13 +110,8 @@ impl AppState {
         let Some(token) = bearer(headers) else {
             return Err(oauth_refusal(&oauth, None, GET_A_TOKEN_OR_SIGN_IN));
         };
-        if self.is_admin(token) {
-            return Ok(Caller::Operator);
-        }
-        match self.inner.host.token_persona(token) {
-            Ok(Some(persona)) => return Ok(Caller::persona(persona)),
-            Ok(None) => {}
-            Err(e) => return Err(internal(format!("cannot check the bearer token: {e:#}"))),
+        if let Some(caller) = self.token_caller(token)? {
+            return Ok(caller);
         }
         match self.inner.host.access_token_caller(token).await {
             Ok(caller) => Ok(caller),
