@@ -263,17 +263,28 @@ async fn hostile_javascript_is_contained() {
     );
 }
 
-/// A user who answers every question with `answer`.
+/// A user who answers every form with `answer` (an elicitation result).
 #[derive(Debug)]
-struct Answers(skillhost::ElicitAnswer);
+struct Answers(Value);
 
-impl skillhost::Elicitor for Answers {
-    fn elicit(&self, _skill: &str, _message: String, schema: Value) -> skillhost::ElicitFuture {
+impl skillhost::Asker for Answers {
+    fn ask(&self, _skill: &str, requests: Vec<skillhost::InputRequest>) -> skillhost::AskFuture {
         let answer = self.0.clone();
         Box::pin(async move {
-            assert_eq!(schema["properties"]["city"]["type"], "string", "{schema}");
-            Ok(answer)
+            let mut out = Vec::new();
+            for r in requests {
+                let skillhost::InputQuestion::Form { schema, .. } = r.question else {
+                    panic!("not a form: {r:?}")
+                };
+                assert_eq!(schema["properties"]["city"]["type"], "string", "{schema}");
+                out.push(skillhost::InputAnswer::Answered(answer.clone()));
+            }
+            Ok(out)
         })
+    }
+
+    fn takes_upstream_questions(&self) -> bool {
+        true
     }
 }
 
@@ -295,15 +306,15 @@ async fn python_and_js_skills_ask_the_user_through_their_sdks() {
         let component = skill(which).component().expect("a component");
         for (answer, want) in [
             (
-                skillhost::ElicitAnswer::Accept(json!({"city": "Lyon"})),
+                json!({"action": "accept", "content": {"city": "Lyon"}}),
                 json!({"action": "accept", "content": {"city": "Lyon"}}),
             ),
             (
-                skillhost::ElicitAnswer::Decline,
+                json!({"action": "decline"}),
                 json!({"action": "decline", "content": null}),
             ),
             (
-                skillhost::ElicitAnswer::Cancel,
+                json!({"action": "cancel"}),
                 json!({"action": "cancel", "content": null}),
             ),
         ] {
@@ -311,7 +322,7 @@ async fn python_and_js_skills_ask_the_user_through_their_sdks() {
                 limits: skill(which)
                     .limits(&LimitsRequest::default())
                     .expect("limits"),
-                elicit: Some(std::sync::Arc::new(Answers(answer))),
+                ask: Some(std::sync::Arc::new(Answers(answer))),
                 ..Default::default()
             };
             let out = component

@@ -644,14 +644,14 @@ async fn hostile_net_loads_and_every_socket_operation_is_refused() {
 }
 
 /// A component built against `skillhost:plugin@0.1.0` (before
-/// `host.progress`) still loads and runs on the host implementing 0.1.1:
+/// `host.progress`) still loads and runs on the host implementing 0.1.2:
 /// `text-tools` with its imports and exports renamed to 0.1.0, as an older
 /// SDK built it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_built_against_an_older_plugin_version_still_runs() {
     let wasm = renamed_in(
-        renamed_import("skillhost:plugin/host@0.1.1", "skillhost:plugin/host@0.1.0"),
-        "skillhost:plugin/tools@0.1.1",
+        renamed_import("skillhost:plugin/host@0.1.2", "skillhost:plugin/host@0.1.0"),
+        "skillhost:plugin/tools@0.1.2",
         "skillhost:plugin/tools@0.1.0",
     );
     let sb = SandboxBuilder::new().build().unwrap();
@@ -699,10 +699,10 @@ async fn an_import_outside_wasi_and_our_wit_is_refused_before_compiling() {
         .build()
         .unwrap();
     for (from, to) in [
-        ("skillhost:plugin/host@0.1.1", "skillhost:plugin/hoss@0.1.1"),
-        ("skillhost:plugin/host@0.1.1", "skillhost:plugin/host@0.9.0"),
+        ("skillhost:plugin/host@0.1.2", "skillhost:plugin/hoss@0.1.2"),
+        ("skillhost:plugin/host@0.1.2", "skillhost:plugin/host@0.9.0"),
         // Newer than the host implements: it may import what we lack.
-        ("skillhost:plugin/host@0.1.1", "skillhost:plugin/host@0.1.7"),
+        ("skillhost:plugin/host@0.1.2", "skillhost:plugin/host@0.1.7"),
     ] {
         let wasm = renamed_import(from, to);
         let e = sb
@@ -1326,27 +1326,32 @@ async fn a_flood_of_progress_and_log_lines_reaches_the_caller_bounded_and_clean(
     assert_eq!(out.output, json!(100));
 }
 
-/// Answers every `host.elicit` with `answer`, or never (`None`), and keeps
+/// Answers every question with `answer`, or never (`None`), and keeps
 /// what it was asked.
 #[derive(Debug)]
 struct ScriptedUser {
-    answer: Option<skillhost::ElicitAnswer>,
-    asked: std::sync::Mutex<Vec<(String, String, Value)>>,
+    answer: Option<Value>,
+    asked: std::sync::Mutex<Vec<(String, skillhost::InputRequest)>>,
 }
 
-impl skillhost::Elicitor for ScriptedUser {
-    fn elicit(&self, skill: &str, message: String, schema: Value) -> skillhost::ElicitFuture {
+impl skillhost::Asker for ScriptedUser {
+    fn ask(&self, skill: &str, requests: Vec<skillhost::InputRequest>) -> skillhost::AskFuture {
+        let n = requests.len();
         self.asked
             .lock()
             .unwrap()
-            .push((skill.to_string(), message, schema));
+            .extend(requests.into_iter().map(|r| (skill.to_string(), r)));
         let answer = self.answer.clone();
         Box::pin(async move {
             match answer {
-                Some(a) => Ok(a),
+                Some(a) => Ok(vec![skillhost::InputAnswer::Answered(a); n]),
                 None => std::future::pending().await,
             }
         })
+    }
+
+    fn takes_upstream_questions(&self) -> bool {
+        true
     }
 }
 
@@ -1372,11 +1377,11 @@ async fn elicit_is_denied_without_a_user_and_bounded_by_the_deadline_with_one() 
     assert!(e.to_string().contains("cannot be asked for input"), "{e}");
 
     let user = Arc::new(ScriptedUser {
-        answer: Some(skillhost::ElicitAnswer::Accept(json!({"name": "Jane"}))),
+        answer: Some(json!({"action": "accept", "content": {"name": "Jane"}})),
         asked: Default::default(),
     });
     let opts = CallOptions {
-        elicit: Some(user.clone()),
+        ask: Some(user.clone()),
         ..Default::default()
     };
     let out = c.call(TOOL, "{}", &opts).await.unwrap();
@@ -1387,14 +1392,18 @@ async fn elicit_is_denied_without_a_user_and_bounded_by_the_deadline_with_one() 
     let asked = user.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
     assert!(asked[0].0.starts_with("conformance-fixtures@"), "{asked:?}");
-    assert_eq!(asked[0].2["properties"]["age"]["default"], 30, "{asked:?}");
+    assert_eq!(asked[0].1.key, "elicit-1", "{asked:?}");
+    let skillhost::InputQuestion::Form { schema, .. } = &asked[0].1.question else {
+        panic!("{asked:?}")
+    };
+    assert_eq!(schema["properties"]["age"]["default"], 30, "{asked:?}");
 
     let silent = Arc::new(ScriptedUser {
         answer: None,
         asked: Default::default(),
     });
     let mut opts = CallOptions {
-        elicit: Some(silent),
+        ask: Some(silent),
         ..Default::default()
     };
     opts.limits.timeout = Duration::from_millis(300);
@@ -1418,5 +1427,103 @@ async fn elicit_is_denied_without_a_user_and_bounded_by_the_deadline_with_one() 
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
+    );
+}
+
+/// `host.ask`: what the sandbox checks before anyone is asked (the skill's
+/// permissions for sampling and roots), how a required question the caller
+/// cannot answer ends the call, and answers reaching the guest in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_checks_permissions_and_ends_a_call_missing_a_required_answer() {
+    let sb = SandboxBuilder::new().build().unwrap();
+    let fixtures = load_plugin(
+        &sb,
+        art::CONFORMANCE_FIXTURES_DIR,
+        art::CONFORMANCE_FIXTURES_WASM_PATH,
+    )
+    .unwrap();
+    let c = fixtures.component().expect("a component");
+    let user = Arc::new(ScriptedUser {
+        answer: Some(
+            json!({"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"}),
+        ),
+        asked: Default::default(),
+    });
+
+    // Without `permissions.sampling` approved, a completion is denied
+    // before the client hears of it.
+    let opts = CallOptions {
+        ask: Some(user.clone()),
+        ..Default::default()
+    };
+    let e = c
+        .call("test_input_required_result_sampling", "{}", &opts)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e.failure, CallFailure::Tool { error: skillhost::ToolError::Denied(m) } if m.contains("permissions.sampling")),
+        "{e}"
+    );
+    assert!(user.asked.lock().unwrap().is_empty());
+
+    // With it, the question reaches the client and the answer the guest.
+    let opts = CallOptions {
+        ask: Some(user.clone()),
+        client_reach: skillhost::ClientReach {
+            sampling: true,
+            roots: false,
+        },
+        ..Default::default()
+    };
+    let out = c
+        .call("test_input_required_result_sampling", "{}", &opts)
+        .await
+        .unwrap();
+    assert_eq!(out.output["text"], "Paris");
+    let asked = user.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].1.key, "capital_question");
+    assert!(matches!(
+        asked[0].1.question,
+        skillhost::InputQuestion::Sample(_)
+    ));
+
+    // Roots are not approved here: denied.
+    let e = c
+        .call("test_input_required_result_list_roots", "{}", &opts)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("permissions.roots"), "{e}");
+
+    // Nobody to ask: an optional question is unavailable, a required one
+    // ends the call naming the capability it needs.
+    let alone = CallOptions {
+        client_reach: skillhost::ClientReach {
+            sampling: true,
+            roots: true,
+        },
+        ..Default::default()
+    };
+    let out = c
+        .call("test_input_required_result_list_roots", "{}", &alone)
+        .await
+        .unwrap();
+    assert!(
+        out.output["text"].as_str().unwrap().contains("unavailable"),
+        "{}",
+        out.output
+    );
+    let e = c
+        .call("test_missing_capability", "{}", &alone)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.failure,
+        CallFailure::Asked {
+            stop: skillhost::AskStop::MissingCapability {
+                capability: skillhost::ClientCapability::Sampling
+            }
+        },
+        "{e}"
     );
 }

@@ -27,7 +27,7 @@ import {
   readRef as hostReadRef,
   progress as hostProgress,
   elicit as hostElicit,
-} from "skillhost:plugin/host@0.1.1";
+} from "skillhost:plugin/host@0.1.2";
 
 /** Why a tool call did not produce a result; the message reaches the caller. */
 export class ToolError extends Error {

@@ -169,8 +169,9 @@ pub enum Elicited {
 /// Asks the calling user for input in the middle of the call: `message`
 /// says what and why; `schema` is the form, a JSON Schema object of flat
 /// string, number, integer, boolean and enum properties. `denied` when the
-/// caller cannot be asked (only an MCP client that declared elicitation,
-/// in a session, can answer).
+/// caller cannot be asked (only an MCP client that declared elicitation can
+/// answer). It is [`ask`] with one form keyed `elicit-N` (the N-th
+/// `elicit` of the call), so the same re-run applies.
 ///
 /// ```ignore
 /// let form = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}});
@@ -188,6 +189,131 @@ pub fn elicit(message: &str, schema: &serde_json::Value) -> Result<Elicited, Too
         ElicitAnswer::Decline => Ok(Elicited::Decline),
         ElicitAnswer::Cancel => Ok(Elicited::Cancel),
     }
+}
+
+/// What [`ask`] asks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question {
+    /// A form for the user (MCP `elicitation/create`): what is asked, and
+    /// the form as a JSON Schema object of flat primitive properties.
+    Form {
+        /// What is asked and why.
+        message: String,
+        /// The form.
+        schema: serde_json::Value,
+    },
+    /// A completion by the client's model (MCP `sampling/createMessage`):
+    /// its parameters (`messages`, `maxTokens`, …). Needs the skill's
+    /// approved `permissions.sampling`.
+    Sample(serde_json::Value),
+    /// The client's roots (MCP `roots/list`). Needs `permissions.roots`.
+    Roots,
+}
+
+/// One question for [`ask`], named by its key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequest {
+    /// 1 to 64 of `A-Z a-z 0-9 _ . -`, unique within one `ask`.
+    pub key: String,
+    /// What is asked.
+    pub question: Question,
+    /// Without an answer the call cannot go on: a client that cannot be
+    /// asked this ends the call with a missing-capability error.
+    pub required: bool,
+}
+
+impl InputRequest {
+    /// A form for the user.
+    ///
+    /// ```ignore
+    /// let q = skillhost_guest::InputRequest::form("user_name", "What is your name?",
+    ///     &serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}}));
+    /// ```
+    pub fn form(key: &str, message: &str, schema: &serde_json::Value) -> InputRequest {
+        InputRequest {
+            key: key.into(),
+            question: Question::Form {
+                message: message.into(),
+                schema: schema.clone(),
+            },
+            required: false,
+        }
+    }
+
+    /// A completion by the client's model, with `sampling/createMessage`'s
+    /// parameters.
+    pub fn sample(key: &str, params: &serde_json::Value) -> InputRequest {
+        InputRequest {
+            key: key.into(),
+            question: Question::Sample(params.clone()),
+            required: false,
+        }
+    }
+
+    /// The client's roots.
+    pub fn roots(key: &str) -> InputRequest {
+        InputRequest {
+            key: key.into(),
+            question: Question::Roots,
+            required: false,
+        }
+    }
+
+    /// Marks the question required (see [`InputRequest::required`]).
+    pub fn required(mut self) -> InputRequest {
+        self.required = true;
+        self
+    }
+}
+
+/// The client's answer to one question of [`ask`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputAnswer {
+    /// The answer: MCP's result of the question's method (an elicitation
+    /// result with `action` and `content`; a sampling result with `role`,
+    /// `content` and `model`; a roots result with `roots`).
+    Answered(serde_json::Value),
+    /// No answer (the client cannot be asked this, or refused); why.
+    Unavailable(String),
+}
+
+/// Asks the calling client several questions at once; the answers come in
+/// the same order. A client that answers by calling again (MCP
+/// 2026-07-28) makes the call stop here and run again from the start with
+/// the answers: do nothing you cannot repeat before your last `ask`.
+///
+/// ```ignore
+/// use skillhost_guest::{ask, InputAnswer, InputRequest};
+/// let form = serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}});
+/// let answers = ask(&[InputRequest::form("user_name", "What is your name?", &form)])?;
+/// if let InputAnswer::Answered(a) = &answers[0] { /* a["content"]["name"] */ }
+/// ```
+pub fn ask(requests: &[InputRequest]) -> Result<Vec<InputAnswer>, ToolError> {
+    use bindings::skillhost::plugin::host as h;
+    let wit: Vec<h::InputRequest> = requests
+        .iter()
+        .map(|r| h::InputRequest {
+            key: r.key.clone(),
+            question: match &r.question {
+                Question::Form { message, schema } => h::Question::Form(h::FormRequest {
+                    message: message.clone(),
+                    schema_json: schema.to_string(),
+                }),
+                Question::Sample(params) => h::Question::Sample(params.to_string()),
+                Question::Roots => h::Question::Roots,
+            },
+            required: r.required,
+        })
+        .collect();
+    h::ask(&wit)?
+        .into_iter()
+        .map(|a| match a {
+            h::InputAnswer::Answered(text) => serde_json::from_str(&text)
+                .map(InputAnswer::Answered)
+                .map_err(|e| ToolError::Failed(format!("the answer is not JSON: {e}"))),
+            h::InputAnswer::Unavailable(why) => Ok(InputAnswer::Unavailable(why)),
+        })
+        .collect()
 }
 
 #[cfg(feature = "http")]

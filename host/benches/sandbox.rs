@@ -665,6 +665,13 @@ impl replica::skillhost::plugin::host::Host for State {
     ) -> wasmtime::Result<Result<replica::skillhost::plugin::host::ElicitAnswer, ToolError>> {
         Ok(Err(ToolError::Denied("no user".into())))
     }
+    fn ask(
+        &mut self,
+        _requests: Vec<replica::skillhost::plugin::host::InputRequest>,
+    ) -> wasmtime::Result<Result<Vec<replica::skillhost::plugin::host::InputAnswer>, ToolError>>
+    {
+        Ok(Err(ToolError::Denied("no client".into())))
+    }
 }
 
 /// The WASI subset the host links (see `add_wasi_subset` in the host).

@@ -116,12 +116,13 @@ pub use limits::{
     MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, OutboundLimits,
 };
 pub use sandbox::{
-    AddressClass, CallError, CallFailure, CallOptions, CallOutput, Capabilities, DenyReason,
-    ElicitAnswer, ElicitFuture, Elicitor, GuestLogLevel, GuestLogLine, InvalidSecretValue,
-    InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink, MAX_INVOKE_DEPTH,
-    OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord,
-    RefReader, Sandbox, SandboxBuilder, Scheme, SecretHeader, SecretValue, SkillComponent,
-    ToolError, TrapReason,
+    AddressClass, AskError, AskFuture, AskStop, Asker, CallError, CallFailure, CallOptions,
+    CallOutput, Capabilities, ClientCapability, ClientReach, DenyReason, GuestLogLevel,
+    GuestLogLine, InputAnswer, InputQuestion, InputRequest, InvalidSecretValue, InvokeFuture,
+    InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink, MAX_INVOKE_DEPTH, OriginError,
+    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord, RefReader, Sandbox,
+    SandboxBuilder, Scheme, SecretHeader, SecretValue, SkillComponent, ToolError, TrapReason,
+    is_question_key,
 };
 
 // State: the data dir and its records.

@@ -160,6 +160,27 @@ pub const MAX_ELICIT_MESSAGE_BYTES: usize = 4096;
 /// dozen fields with their enums and titles).
 pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 << 10;
 
+/// Most questions one `host.ask` puts at once: 8 (a form, a completion
+/// and the roots, with room to spare; a client shows them one by one).
+pub const MAX_ASK_REQUESTS: usize = 8;
+
+/// Longest `host.ask` sampling request, in bytes: 64 KiB (a few messages
+/// of context for the client's model; the client bills its user for it).
+pub const MAX_SAMPLE_REQUEST_BYTES: usize = 64 << 10;
+
+/// Largest answer one question takes, in bytes: 256 KiB (a form's fields,
+/// a model's reply, a list of roots); a larger answer is refused, not cut.
+pub const MAX_INPUT_ANSWER_BYTES: usize = 256 << 10;
+
+/// Longest `requestState` the front hands out or takes back, in bytes:
+/// 1 MiB. It carries the answers given in earlier rounds of a call (each at
+/// most [`MAX_INPUT_ANSWER_BYTES`]), signed; a larger one is refused.
+pub const MAX_REQUEST_STATE_BYTES: usize = 1 << 20;
+
+/// How long a `requestState` is good for: 10 minutes, a person's time to
+/// answer a form (an expired one is refused: call again from the start).
+pub const REQUEST_STATE_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Longest progress message kept, in bytes: 1 KiB (a status line; longer
 /// ones are cut).
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 1024;

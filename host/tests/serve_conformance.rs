@@ -406,6 +406,10 @@ fn fixture_skill(dir: &Path) -> PathBuf {
     let manifest =
         std::fs::read_to_string(Path::new(art::CONFORMANCE_FIXTURES_DIR).join("skill.yaml"))
             .expect("the fixtures' manifest");
+    // The sampling and roots scenarios' tools ask the client's model and
+    // roots: the skill asks for those permissions here (other tests use
+    // the manifest as it is), and `data_dir` approves them.
+    let manifest = format!("{manifest}permissions:\n  sampling: true\n  roots: true\n");
     std::fs::write(folder.join("skill.yaml"), &manifest).expect("write manifest");
     let component = skillhost::SkillManifest::parse(&manifest)
         .expect("valid manifest")
@@ -445,6 +449,7 @@ fn data_dir(work: &Path) -> (PathBuf, String) {
     .expect("settings");
     for args in [
         &["skills", "trust", "conformance-fixtures"][..],
+        &["skills", "approve", "conformance-fixtures"],
         &["skills", "trust", "test_simple_prompt"],
         &["personas", "add", PERSONA],
         // The suite's client answers the confirmation scenarios itself.

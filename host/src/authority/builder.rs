@@ -188,6 +188,7 @@ impl HostBuilder {
             secrets: RwLock::new(Arc::default()),
             reach: RwLock::new(std::collections::HashMap::new()),
             access: std::sync::OnceLock::new(),
+            request_states: std::sync::OnceLock::new(),
             metrics: crate::authority::metrics::Metrics::new(),
             changes: tokio::sync::watch::Sender::new(0),
             watching: Mutex::new(false),

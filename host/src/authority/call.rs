@@ -100,9 +100,12 @@ pub struct CallRequest {
     /// Receives a skill's log lines at or above a level (they reach the
     /// host's log either way); `None`: the host's log only.
     pub log: Option<crate::LogSink>,
-    /// Puts a skill's `host.elicit` questions to the caller's user; `None`
-    /// answers them `denied`.
-    pub elicit: Option<Arc<dyn crate::Elicitor>>,
+    /// Puts a skill's questions (`host.ask`, `host.elicit`) to the
+    /// caller's client, and an upstream MCP server's questions too when it
+    /// takes them ([`crate::Asker::takes_upstream_questions`]);
+    /// `None`: the caller cannot be asked (an upstream server's questions go
+    /// to the operator).
+    pub ask: Option<Arc<dyn crate::Asker>>,
 }
 
 /// What a tool returned.
@@ -713,7 +716,8 @@ impl HostInner {
                 .clone(),
             progress: req.progress.clone(),
             log: req.log.clone(),
-            elicit: req.elicit.clone(),
+            ask: req.ask.clone(),
+            client_reach: reach.as_ref().map(|r| r.client).unwrap_or_default(),
         };
         let call = skill.run_validated(&entry.spec.tool, args, &opts);
         let result = match &req.cancel {
@@ -764,6 +768,15 @@ impl HostInner {
                         error: ToolError::Denied(_),
                     } => (Outcome::Denied, None),
                     CallFailure::Tool { .. } | CallFailure::Busy { .. } => (Outcome::Error, None),
+                    CallFailure::Asked {
+                        stop: crate::AskStop::InputRequired { .. },
+                    } => (Outcome::InputRequired, None),
+                    CallFailure::Asked {
+                        stop: crate::AskStop::MissingCapability { .. },
+                    } => (Outcome::Denied, None),
+                    CallFailure::Asked {
+                        stop: crate::AskStop::InvalidAnswer { .. },
+                    } => (Outcome::Error, None),
                     CallFailure::Trapped {
                         reason: TrapReason::Deadline,
                         ..
@@ -820,17 +833,19 @@ impl HostInner {
             progress: req.progress.clone(),
             // The server's questions go to the caller's user when the
             // front can ask them, else to the operator.
-            elicit: Some(match req.elicit.clone() {
-                Some(e) => {
-                    Arc::new(UpstreamQuestions(e)) as Arc<dyn skillhost_mcp::UpstreamElicitor>
-                }
-                None => Arc::new(super::questions::OperatorQuestions {
-                    inner: self.clone(),
-                    tool: entry.spec.name.clone(),
-                    persona: run.caller.persona_id().map(str::to_string),
-                    run_id: run.run_id.clone(),
-                }),
-            }),
+            elicit: Some(
+                match req.ask.clone().filter(|a| a.takes_upstream_questions()) {
+                    Some(a) => {
+                        Arc::new(UpstreamQuestions(a)) as Arc<dyn skillhost_mcp::UpstreamElicitor>
+                    }
+                    None => Arc::new(super::questions::OperatorQuestions {
+                        inner: self.clone(),
+                        tool: entry.spec.name.clone(),
+                        persona: run.caller.persona_id().map(str::to_string),
+                        run_id: run.run_id.clone(),
+                    }),
+                },
+            ),
         };
         let outcome = self
             .mcp
@@ -1105,30 +1120,40 @@ fn guest_level(l: skillhost_mcp::ServerLogLevel) -> crate::GuestLogLevel {
 }
 
 /// An upstream MCP server's questions during a call, put to the caller's
-/// user through the same [`crate::Elicitor`] a skill's `host.elicit` uses;
-/// the message names the server that asks.
-struct UpstreamQuestions(Arc<dyn crate::Elicitor>);
+/// client as a form through the same [`crate::Asker`] a skill's questions
+/// use (one that answers while the call waits); the message names the
+/// server that asks.
+struct UpstreamQuestions(Arc<dyn crate::Asker>);
 
 impl skillhost_mcp::UpstreamElicitor for UpstreamQuestions {
     fn ask(&self, q: skillhost_mcp::ElicitQuestion) -> skillhost_mcp::ElicitReplyFuture {
-        let asking = self.0.elicit(
-            &q.server,
-            format!("MCP server {}: {}", q.server, q.message),
-            q.schema,
-        );
+        let request = crate::InputRequest {
+            key: "upstream".into(),
+            question: crate::InputQuestion::Form {
+                message: format!("MCP server {}: {}", q.server, q.message),
+                schema: q.schema,
+            },
+            required: false,
+        };
+        let asking = self.0.ask(&q.server, vec![request]);
         Box::pin(async move {
-            match asking.await {
-                Ok(crate::ElicitAnswer::Accept(Value::Object(content))) => {
-                    skillhost_mcp::ElicitReply::Accept(content)
-                }
-                Ok(crate::ElicitAnswer::Accept(_)) | Ok(crate::ElicitAnswer::Decline) => {
-                    skillhost_mcp::ElicitReply::Decline
-                }
-                Ok(crate::ElicitAnswer::Cancel) => skillhost_mcp::ElicitReply::Cancel,
+            let answer = match asking.await {
+                Ok(mut answers) => answers.pop(),
                 Err(e) => {
-                    tracing::info!(server = %q.server, "a question from the server went unanswered: {e}");
-                    skillhost_mcp::ElicitReply::Cancel
+                    tracing::info!(server = %q.server, "a question from the server went unanswered: {e:?}");
+                    return skillhost_mcp::ElicitReply::Cancel;
                 }
+            };
+            let Some(crate::InputAnswer::Answered(v)) = answer else {
+                return skillhost_mcp::ElicitReply::Cancel;
+            };
+            match (v.get("action").and_then(Value::as_str), v.get("content")) {
+                (Some("accept"), Some(Value::Object(content))) => {
+                    skillhost_mcp::ElicitReply::Accept(content.clone())
+                }
+                (Some("accept"), None) => skillhost_mcp::ElicitReply::Accept(Default::default()),
+                (Some("cancel"), _) => skillhost_mcp::ElicitReply::Cancel,
+                _ => skillhost_mcp::ElicitReply::Decline,
             }
         })
     }

@@ -124,10 +124,11 @@ pub(crate) enum CallOutcome {
     WaitingApproval,
     Trapped,
     Cancelled,
+    InputRequired,
 }
 
 impl CallOutcome {
-    const ALL: [CallOutcome; 7] = [
+    const ALL: [CallOutcome; 8] = [
         CallOutcome::Ok,
         CallOutcome::Error,
         CallOutcome::Timeout,
@@ -135,6 +136,7 @@ impl CallOutcome {
         CallOutcome::WaitingApproval,
         CallOutcome::Trapped,
         CallOutcome::Cancelled,
+        CallOutcome::InputRequired,
     ];
 
     /// The counted outcome of a run that ended with `outcome`; `cancelled`
@@ -149,6 +151,7 @@ impl CallOutcome {
             Outcome::Denied => CallOutcome::Denied,
             Outcome::WaitingApproval => CallOutcome::WaitingApproval,
             Outcome::Trapped => CallOutcome::Trapped,
+            Outcome::InputRequired => CallOutcome::InputRequired,
             // Not an end: a finished call never has it.
             Outcome::Running => CallOutcome::Error,
         }
@@ -163,6 +166,7 @@ impl CallOutcome {
             CallOutcome::WaitingApproval => "waiting_approval",
             CallOutcome::Trapped => "trapped",
             CallOutcome::Cancelled => "cancelled",
+            CallOutcome::InputRequired => "input_required",
         }
     }
 

@@ -29,6 +29,7 @@ use crate::state::writer::EventWriter;
 use redaction::{redact, secret_forms};
 
 pub(crate) mod access;
+pub(crate) mod answers;
 mod builder;
 mod call;
 mod changes;
@@ -90,6 +91,9 @@ pub(crate) struct HostInner {
     /// The verifier of access tokens for the front (`front_oauth`), made
     /// from the settings at first use.
     access: std::sync::OnceLock<Option<Arc<access::AccessVerifier>>>,
+    /// The signer of the answers a client carries between the rounds of a
+    /// call (`requestState`), made from the database's key at first use.
+    request_states: std::sync::OnceLock<rmcp::model::RequestStateCodec>,
 }
 
 /// The host. Cheap to clone; every clone is the same host.

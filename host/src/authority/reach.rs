@@ -23,6 +23,9 @@ pub(crate) struct Reach {
     pub outbound: Option<Arc<Outbound>>,
     /// Its assets folder, when it declares `permissions.assets`.
     pub assets: Option<PathBuf>,
+    /// The questions beyond forms it may ask its caller's client
+    /// (`permissions.sampling`, `permissions.roots`).
+    pub client: crate::ClientReach,
 }
 
 impl HostInner {
@@ -80,6 +83,10 @@ impl HostInner {
                     .assets
                     .then(|| e.path.as_ref().map(|dir| dir.join(ASSETS_DIR)))
                     .flatten(),
+                client: crate::ClientReach {
+                    sampling: p.sampling,
+                    roots: p.roots,
+                },
             };
             out.insert(name.clone(), Arc::new(reach));
         }

@@ -101,6 +101,12 @@ fn print_permissions(p: &skillhost::Permissions) {
     if p.assets {
         println!("    assets   read its own assets/ folder");
     }
+    if p.sampling {
+        println!("    sampling ask the caller's model for completions");
+    }
+    if p.roots {
+        println!("    roots    ask the caller's client for its roots");
+    }
 }
 
 pub(super) fn keygen(out: &Path) -> anyhow::Result<()> {

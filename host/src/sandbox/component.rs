@@ -102,9 +102,23 @@ pub struct CallOptions {
     /// Receives the call's log lines at or above its level (they go to the
     /// host's log either way); `None` sends them only to the host's log.
     pub log: Option<super::LogSink>,
-    /// Puts the component's `host.elicit` questions to the calling user;
-    /// `None` answers every one `denied`.
-    pub elicit: Option<std::sync::Arc<dyn super::Elicitor>>,
+    /// Puts the component's `host.ask` and `host.elicit` questions to the
+    /// calling client; `None`: every question is unavailable (`elicit`
+    /// answers `denied`).
+    pub ask: Option<std::sync::Arc<dyn super::Asker>>,
+    /// Which questions beyond forms the skill may ask (its approved
+    /// permissions); none by default.
+    pub client_reach: ClientReach,
+}
+
+/// Which questions beyond forms a skill may put to its caller's client:
+/// its approved `permissions.sampling` and `permissions.roots`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientReach {
+    /// `sampling/createMessage`: a completion by the client's model.
+    pub sampling: bool,
+    /// `roots/list`: the client's roots.
+    pub roots: bool,
 }
 
 impl fmt::Debug for CallOptions {
@@ -119,7 +133,8 @@ impl fmt::Debug for CallOptions {
             .field("redact", &self.redact.len())
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.as_ref().map(|l| l.min))
-            .field("elicit", &self.elicit.is_some())
+            .field("ask", &self.ask.is_some())
+            .field("client_reach", &self.client_reach)
             .finish()
     }
 }
@@ -309,7 +324,8 @@ impl SkillComponent {
             assets: opts.assets.clone().filter(|_| caps.assets),
             redact: opts.redact.clone(),
             notices: super::Notices::new(opts.progress.clone(), opts.log.clone()),
-            elicit: opts.elicit.clone(),
+            ask: opts.ask.clone(),
+            client_reach: opts.client_reach,
         };
         let identity = CallIdentity {
             skill: self.inner.label.clone(),
@@ -553,7 +569,9 @@ impl SkillComponent {
     fn classify(&self, tool: &str, store: &mut Store<CallState>, e: wasmtime::Error) -> CallError {
         let (_, stderr) = self.take_stdio(tool, store);
         let state = store.data();
-        let failure = if let Some(pool) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+        let failure = if let Some(stop) = &state.ask_stop {
+            CallFailure::Asked { stop: stop.clone() }
+        } else if let Some(pool) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
             CallFailure::Busy {
                 detail: format!("all instance slots are in use ({pool})"),
             }

@@ -87,7 +87,7 @@ fn split_version(name: &str) -> (&str, Option<&str>) {
 }
 
 /// The newest `skillhost:plugin` version this host implements (`wit/skill.wit`).
-const PLUGIN_PATCH: u64 = 1;
+const PLUGIN_PATCH: u64 = 2;
 
 /// Whether `version` is in the line this host implements for the package:
 /// WASI 0.2.x, and skillhost:plugin 0.1.x up to the version the host
@@ -221,8 +221,8 @@ mod tests {
         assert!(!supported_version("wasi:io/streams", Some("0.3.0")));
         assert!(!supported_version("wasi:io/streams", None));
         assert!(supported_version("skillhost:plugin/host", Some("0.1.0")));
-        assert!(supported_version("skillhost:plugin/host", Some("0.1.1")));
-        assert!(!supported_version("skillhost:plugin/host", Some("0.1.2")));
+        assert!(supported_version("skillhost:plugin/host", Some("0.1.2")));
+        assert!(!supported_version("skillhost:plugin/host", Some("0.1.3")));
         assert!(!supported_version("skillhost:plugin/host", Some("1.0.0")));
     }
 

@@ -5,10 +5,10 @@
 //! component (checking its imports before anything runs) and runs calls
 //! under [`Limits`](crate::Limits), each ending in one typed outcome.
 
+mod ask;
 mod bindings;
 mod cache;
 mod component;
-mod elicit;
 mod imports;
 mod invoke;
 mod notices;
@@ -24,8 +24,11 @@ use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
-pub use component::{CallOptions, LoadError, LoadErrorKind, SkillComponent};
-pub use elicit::{ElicitAnswer, ElicitFuture, Elicitor};
+pub use ask::{
+    AskError, AskFuture, AskStop, Asker, ClientCapability, InputAnswer, InputQuestion,
+    InputRequest, is_question_key,
+};
+pub use component::{CallOptions, ClientReach, LoadError, LoadErrorKind, SkillComponent};
 pub use imports::Capabilities;
 pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefReader};
 pub(crate) use notices::Notices;

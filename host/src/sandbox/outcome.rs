@@ -99,6 +99,12 @@ pub enum CallFailure {
         /// Details.
         detail: String,
     },
+    /// The call stopped at a question (`host.ask`) its caller must answer
+    /// first, or cannot answer.
+    Asked {
+        /// Why.
+        stop: super::AskStop,
+    },
 }
 
 /// A failed call: which skill and tool, and what went wrong.
@@ -184,6 +190,7 @@ impl fmt::Display for CallError {
             CallFailure::Tool { error } => write!(f, "{error}"),
             CallFailure::Trapped { reason, detail } => write!(f, "trapped ({reason}): {detail}"),
             CallFailure::Busy { detail } => write!(f, "busy: {detail}; retry later"),
+            CallFailure::Asked { stop } => write!(f, "{stop}"),
         }
     }
 }

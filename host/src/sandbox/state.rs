@@ -237,8 +237,16 @@ pub(crate) struct CallState {
     pub redact: Arc<[String]>,
     /// Where progress reports and log lines go besides the host's log.
     pub notices: super::Notices,
-    /// Who answers `host.elicit`; `None` denies it.
-    pub elicit: Option<Arc<dyn super::Elicitor>>,
+    /// Who answers `host.ask` and `host.elicit`; `None`: nobody can be
+    /// asked.
+    pub ask: Option<Arc<dyn super::Asker>>,
+    /// Which questions beyond forms the skill may ask.
+    pub client_reach: super::ClientReach,
+    /// Why the call stopped at a question, once it did.
+    pub ask_stop: Option<super::AskStop>,
+    /// How many `host.elicit` questions the call asked (they are keyed
+    /// `elicit-1`, `elicit-2`, … in order).
+    pub elicits: u32,
 }
 
 /// Where a call's assets folder is, read-only, in the guest: `/assets`.
@@ -256,8 +264,11 @@ pub(crate) struct CallReach {
     pub redact: Arc<[String]>,
     /// Where progress reports and log lines go besides the host's log.
     pub notices: super::Notices,
-    /// Who answers `host.elicit`; `None` denies it.
-    pub elicit: Option<Arc<dyn super::Elicitor>>,
+    /// Who answers `host.ask` and `host.elicit`; `None`: nobody can be
+    /// asked.
+    pub ask: Option<Arc<dyn super::Asker>>,
+    /// Which questions beyond forms the skill may ask.
+    pub client_reach: super::ClientReach,
 }
 
 impl CallState {
@@ -316,7 +327,10 @@ impl CallState {
             outbound: reach.outbound,
             redact: reach.redact,
             notices: reach.notices,
-            elicit: reach.elicit,
+            ask: reach.ask,
+            client_reach: reach.client_reach,
+            ask_stop: None,
+            elicits: 0,
         })
     }
 

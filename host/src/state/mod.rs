@@ -4,6 +4,7 @@
 //! change so a kill -9 leaves the last committed state.
 
 pub(crate) mod data_dir;
+pub(crate) mod host_keys;
 pub(crate) mod permissions;
 pub(crate) mod personas;
 pub(crate) mod questions;
@@ -213,6 +214,14 @@ const MIGRATIONS: &[&str] = &[
         decided_by TEXT
      );
      CREATE INDEX questions_state ON questions (state, asked_at);",
+    // 10: keys the host signs with (the requestState of calls that wait
+    // for their caller's answers), made once, shared by every process on
+    // the data dir.
+    "CREATE TABLE host_keys (
+        name TEXT PRIMARY KEY,
+        key BLOB NOT NULL,
+        created_at INTEGER NOT NULL
+     );",
 ];
 
 /// The database.

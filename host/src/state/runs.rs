@@ -34,6 +34,10 @@ pub enum Outcome {
     Running,
     /// The sandbox stopped the component (fuel, memory, stack, panic, …).
     Trapped,
+    /// The skill asked its caller's client a question that the client
+    /// answers by calling again (MCP `input_required`); this round ended
+    /// there.
+    InputRequired,
 }
 
 impl Outcome {
@@ -51,6 +55,7 @@ impl Outcome {
             Outcome::WaitingApproval => "waiting_approval",
             Outcome::Running => "running",
             Outcome::Trapped => "trapped",
+            Outcome::InputRequired => "input_required",
         }
     }
 
@@ -62,6 +67,7 @@ impl Outcome {
             "waiting_approval" => Outcome::WaitingApproval,
             "running" => Outcome::Running,
             "trapped" => Outcome::Trapped,
+            "input_required" => Outcome::InputRequired,
             _ => Outcome::Error,
         }
     }

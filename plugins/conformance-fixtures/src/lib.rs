@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use skillhost_guest::{ToolError, skill};
+use serde_json::{Value, json};
+use skillhost_guest::{InputAnswer, InputRequest, ToolError, skill};
 
 /// No arguments at all.
 #[derive(Deserialize)]
@@ -247,11 +248,159 @@ fn streaming_elicitation(_: NoArgs) -> Result<Accepted, ToolError> {
     Ok(Accepted { accepted: true })
 }
 
-/// `input-required-result-*` (the confirmation's `input_required` result,
-/// its `requestState`, a fresh request when the answer is missing):
-/// mutating, so the host asks for confirmation before this runs.
+/// `input-required-result-tampered-state` (the confirmation's
+/// `input_required` result and its `requestState`): mutating, so the host
+/// asks for confirmation before this runs.
 fn input_required(_: NoArgs) -> Result<Accepted, ToolError> {
     Ok(Accepted { accepted: true })
+}
+
+#[derive(Serialize)]
+struct Said {
+    text: String,
+}
+
+fn said(text: impl Into<String>) -> Result<Said, ToolError> {
+    Ok(Said { text: text.into() })
+}
+
+/// The scenarios' name form.
+fn name_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"]
+    })
+}
+
+/// The scenarios' sampling request.
+fn sampling(text: &str) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        "maxTokens": 100
+    })
+}
+
+/// What an answer says, in a line: a form's content, a model's text, the
+/// roots' URIs; or why there is none.
+fn gist(answer: &InputAnswer) -> String {
+    match answer {
+        InputAnswer::Answered(v) => {
+            if let Some(action) = v.get("action").and_then(Value::as_str) {
+                match action {
+                    "accept" => v.get("content").map(|c| c.to_string()).unwrap_or_default(),
+                    other => format!("({other})"),
+                }
+            } else if let Some(roots) = v.get("roots").and_then(Value::as_array) {
+                let uris: Vec<&str> = roots
+                    .iter()
+                    .filter_map(|r| r.get("uri").and_then(Value::as_str))
+                    .collect();
+                format!("roots: {}", uris.join(", "))
+            } else {
+                v.pointer("/content/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            }
+        }
+        InputAnswer::Unavailable(why) => format!("(unavailable: {why})"),
+    }
+}
+
+/// `input-required-result-basic-elicitation` (and `-missing-input-response`,
+/// `-ignore-extra-params`, `-validate-input`, `-result-type`): asks the
+/// user's name under `user_name`, then greets.
+fn ask_name(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[InputRequest::form("user_name", "What is your name?", &name_form())])?;
+    match &a[0] {
+        InputAnswer::Answered(v) if v["action"] == "accept" => said(format!(
+            "Hello, {}!",
+            v["content"]["name"].as_str().unwrap_or("stranger")
+        )),
+        other => said(format!("No name given {}", gist(other))),
+    }
+}
+
+/// `input-required-result-basic-sampling`: asks the client's model under
+/// `capital_question`, then returns its text.
+fn ask_model(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[InputRequest::sample(
+        "capital_question",
+        &sampling("What is the capital of France?"),
+    )])?;
+    said(gist(&a[0]))
+}
+
+/// `input-required-result-basic-list-roots`: asks the client's roots under
+/// `client_roots`, then lists them.
+fn ask_roots(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[InputRequest::roots("client_roots")])?;
+    said(gist(&a[0]))
+}
+
+/// `input-required-result-request-state`: one question; the answer comes
+/// back with the `requestState` the host signed, which the host checked
+/// before this runs again.
+fn ask_with_state(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[InputRequest::form("user_name", "What is your name?", &name_form())])?;
+    said(format!(
+        "state-ok: the host verified the requestState; {}",
+        gist(&a[0])
+    ))
+}
+
+/// `input-required-result-multiple-input-requests`: a form, a completion
+/// and the roots, in one round.
+fn ask_three(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[
+        InputRequest::form("user_name", "What is your name?", &name_form()),
+        InputRequest::sample("greeting", &sampling("Say hello.")),
+        InputRequest::roots("client_roots"),
+    ])?;
+    said(a.iter().map(gist).collect::<Vec<_>>().join("; "))
+}
+
+/// `input-required-result-multi-round`: a second question once the first
+/// is answered (two rounds, a new `requestState` each).
+fn ask_twice(_: NoArgs) -> Result<Said, ToolError> {
+    let form = json!({"type": "object", "properties": {"answer": {"type": "string"}}});
+    let first = skillhost_guest::ask(&[InputRequest::form("step1", "Step 1: what first?", &form)])?;
+    let second = skillhost_guest::ask(&[InputRequest::form("step2", "Step 2: what next?", &form)])?;
+    said(format!("done: {}; {}", gist(&first[0]), gist(&second[0])))
+}
+
+/// `input-required-result-capability-check`: a form and a completion, both
+/// optional: the host asks only what the client declared.
+fn ask_what_it_can(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[
+        InputRequest::form("user_name", "What is your name?", &name_form()),
+        InputRequest::sample("capital_question", &sampling("What is the capital of France?")),
+    ])?;
+    said(a.iter().map(gist).collect::<Vec<_>>().join("; "))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptArgs {
+    prompt: String,
+}
+
+/// `tools-call-sampling`: the prompt to the client's model (required: a
+/// client without sampling gets an error), its answer back.
+fn sample_prompt(args: PromptArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[InputRequest::sample("answer", &sampling(&args.prompt)).required()])?;
+    match &a[0] {
+        InputAnswer::Answered(_) => said(format!("LLM response: {}", gist(&a[0]))),
+        InputAnswer::Unavailable(why) => Err(ToolError::Failed(why.clone())),
+    }
+}
+
+/// `server-stateless` (`test_missing_capability`): needs the client's
+/// model; a client that did not declare sampling gets -32021.
+fn needs_sampling(_: NoArgs) -> Result<Said, ToolError> {
+    let a = skillhost_guest::ask(&[InputRequest::sample("answer", &sampling("Say hello.")).required()])?;
+    said(gist(&a[0]))
 }
 
 #[derive(Deserialize)]
@@ -287,7 +436,15 @@ skill! {
     "test_elicitation_sep1330_enums" => elicitation_enums,
     "test_elicitation" => elicitation,
     "test_streaming_elicitation" => streaming_elicitation,
-    "test_input_required_result_elicitation" => input_required,
+    "test_input_required_result_elicitation" => ask_name,
     "test_input_required_result_tampered_state" => input_required,
+    "test_input_required_result_sampling" => ask_model,
+    "test_input_required_result_list_roots" => ask_roots,
+    "test_input_required_result_request_state" => ask_with_state,
+    "test_input_required_result_multiple_inputs" => ask_three,
+    "test_input_required_result_multi_round" => ask_twice,
+    "test_input_required_result_capabilities" => ask_what_it_can,
+    "test_sampling" => sample_prompt,
+    "test_missing_capability" => needs_sampling,
     "test_custom_header" => custom_header,
 }

@@ -44,8 +44,8 @@
 //! `notifications/resources/list_changed` follow the caller's skills as
 //! the tools notification follows its tools.
 
+mod ask;
 pub(crate) mod confirm;
-mod elicit;
 mod forward;
 mod logging;
 mod prompts;
@@ -78,6 +78,7 @@ use serde_json::{Value, json};
 use skillhost_mcp::Progress;
 use tokio::sync::mpsc;
 
+use crate::AskStop;
 use crate::authority::{
     CallRequest, Caller, ClientAnswer, Decider, Host, Resumed, RunOutput, RunReport,
 };
@@ -441,7 +442,9 @@ impl McpFront {
         progress: Option<mpsc::UnboundedSender<Progress>>,
         log: Option<crate::LogSink>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if let Some(state) = &request.request_state {
+        if let Some(state) = &request.request_state
+            && !crate::authority::answers::is_answers_state(state)
+        {
             // A 2026-07-28 retry with the user's answer to a confirmation.
             return self
                 .resume_confirmation(
@@ -455,19 +458,74 @@ impl McpFront {
                 .map(Into::into);
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
+        // A 2026-07-28 retry answering a skill's questions: the answers of
+        // earlier rounds (signed, in the state), then this round's.
+        let mut given = match &request.request_state {
+            Some(state) => self
+                .host
+                .open_answers(state, &self.caller, name, &args)
+                .map_err(|e| rpc_error(&e))?,
+            None => Default::default(),
+        };
+        given.extend(request.input_responses.unwrap_or_default());
+        let asking = ask::asker_of(context, given);
         let req = CallRequest {
             cancel: Some(context.ct.clone()),
             progress: progress.clone(),
             log,
-            elicit: elicit::elicitor(context),
+            ask: Some(asking.asker()),
             ..Default::default()
         };
         let report = self.host.call(&self.caller, name, args.clone(), &req).await;
         drop(req);
+        match asking.stop() {
+            Some(AskStop::InputRequired { .. }) if report.outcome == Outcome::InputRequired => {
+                return self.input_required(&asking, name, &args);
+            }
+            Some(AskStop::MissingCapability { capability }) => {
+                self.host.refused(
+                    &self.caller,
+                    name,
+                    "ask",
+                    &format!("the client did not declare `{capability}`"),
+                );
+                return Err(ask::missing_capability(capability));
+            }
+            Some(AskStop::InvalidAnswer { detail }) => {
+                self.host.refused(&self.caller, name, "ask", &detail);
+                return Err(ErrorData::invalid_params(detail, None));
+            }
+            _ => {}
+        }
         if report.outcome != Outcome::WaitingApproval {
             return Ok(call_result(report).into());
         }
         self.waiting(report, &args, context, progress).await
+    }
+
+    /// The `input_required` answer of a call that stopped at its skill's
+    /// questions: the open questions, and the answers used so far signed
+    /// into the next `requestState`.
+    fn input_required(
+        &self,
+        asking: &ask::Asking,
+        tool: &str,
+        args: &Value,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let ask::Asking::Retry(asker) = asking else {
+            return Err(ErrorData::internal_error(
+                "a session's call stopped for input it asks in the session",
+                None,
+            ));
+        };
+        let (used, open) = asker
+            .input_required()
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let state = self
+            .host
+            .seal_answers(&self.caller, tool, args, used)
+            .map_err(|e| rpc_error(&e))?;
+        Ok(ask::input_required(open, state).into())
     }
 
     async fn confirm_in_session(

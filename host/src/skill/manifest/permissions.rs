@@ -14,6 +14,8 @@
 //!       header: Authorization      # the default
 //!       format: "Bearer {value}"   # the default
 //!   assets: true                    # read the skill's own assets/ folder
+//!   sampling: true                  # ask the caller's model for completions (host.ask)
+//!   roots: true                     # ask the caller's client for its roots (host.ask)
 //! ```
 
 use std::collections::BTreeSet;
@@ -67,7 +69,7 @@ const RESERVED_HEADERS: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "`permissions` as a mapping of `network`, `secrets` and `assets`"
+    expecting = "`permissions` as a mapping of `network`, `secrets`, `assets`, `sampling` and `roots`"
 )]
 pub struct Permissions {
     /// Origins the component may send HTTP requests to (`scheme://host`,
@@ -81,6 +83,16 @@ pub struct Permissions {
     /// Whether the component may read the skill's own `assets/` folder.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub assets: bool,
+    /// Whether the component may ask the calling client's model for
+    /// completions (`host.ask` with a `sample` question: MCP
+    /// `sampling/createMessage`, which the client's user pays for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sampling: bool,
+    /// Whether the component may ask the calling client for its roots
+    /// (`host.ask` with a `roots` question: MCP `roots/list`, the folders
+    /// the user works in).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots: bool,
 }
 
 /// One secret a skill declares: the host keeps its value and adds it as a
@@ -119,7 +131,11 @@ impl Permissions {
     /// assert!(skillhost::Permissions::default().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.network.is_empty() && self.secrets.is_empty() && !self.assets
+        self.network.is_empty()
+            && self.secrets.is_empty()
+            && !self.assets
+            && !self.sampling
+            && !self.roots
     }
 
     /// The parsed network origins (every one parses: the manifest was
@@ -191,6 +207,12 @@ impl Permissions {
         }
         if self.assets && !approved.assets {
             more.push("assets".into());
+        }
+        if self.sampling && !approved.sampling {
+            more.push("sampling".into());
+        }
+        if self.roots && !approved.roots {
+            more.push("roots".into());
         }
         more
     }

@@ -36,6 +36,9 @@ pub(crate) enum OutcomeView {
     Running,
     /// The sandbox stopped the component.
     Trapped,
+    /// This round of the call stopped at a question its caller answers by
+    /// calling again.
+    InputRequired,
 }
 
 impl From<Outcome> for OutcomeView {
@@ -48,6 +51,7 @@ impl From<Outcome> for OutcomeView {
             Outcome::WaitingApproval => OutcomeView::WaitingApproval,
             Outcome::Running => OutcomeView::Running,
             Outcome::Trapped => OutcomeView::Trapped,
+            Outcome::InputRequired => OutcomeView::InputRequired,
         }
     }
 }
@@ -62,6 +66,7 @@ impl From<OutcomeView> for Outcome {
             OutcomeView::WaitingApproval => Outcome::WaitingApproval,
             OutcomeView::Running => Outcome::Running,
             OutcomeView::Trapped => Outcome::Trapped,
+            OutcomeView::InputRequired => Outcome::InputRequired,
         }
     }
 }
