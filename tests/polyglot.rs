@@ -283,7 +283,7 @@ impl skillhost::Asker for Answers {
         })
     }
 
-    fn takes_upstream_questions(&self) -> bool {
+    fn answers_in_call(&self) -> bool {
         true
     }
 }

@@ -1350,7 +1350,7 @@ impl skillhost::Asker for ScriptedUser {
         })
     }
 
-    fn takes_upstream_questions(&self) -> bool {
+    fn answers_in_call(&self) -> bool {
         true
     }
 }

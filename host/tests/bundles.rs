@@ -1111,7 +1111,9 @@ fn malformed_permissions_are_refused_by_verify_and_install_naming_the_field() {
     for (permissions, words) in [
         (
             "permissions: [filesystem, network]\n",
-            &["`permissions` as a mapping of `network`, `secrets` and `assets`"][..],
+            &[
+                "`permissions` as a mapping of `network`, `secrets`, `assets`, `sampling` and `roots`",
+            ][..],
         ),
         (
             "permissions:\n  network: [\"*\"]\n",

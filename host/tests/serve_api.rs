@@ -1033,9 +1033,14 @@ async fn mcp_servers_are_managed_without_showing_secrets() {
     replaced["env"] = json!({"NOTES_TOKEN": "***", "OTHER": "plain-value"});
     replaced["allowed_persona_ids"] = json!(["ana"]);
     replaced["description"] = json!("changed");
+    replaced["sampling"] = json!(true);
     let (status, body) = api.put("/api/mcp-servers/notes", replaced).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["description"], "changed");
+    // Forwarding is off unless asked for; a stdio server has no sign-in.
+    assert_eq!(body["sampling"], true, "{body}");
+    assert_eq!(body["roots"], false, "{body}");
+    assert_eq!(body["sign_in"], json!({"state": "not_used"}), "{body}");
     assert_eq!(body["enabled"], true);
     assert_eq!(body["allowed_persona_ids"], json!(["ana"]));
     let file = std::fs::read_to_string(data.join("mcp_servers.json")).expect("config");

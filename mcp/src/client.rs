@@ -104,6 +104,34 @@ struct Handler {
     server: String,
     /// Who answers the session's questions.
     elicitors: InFlight,
+    /// Whether the operator allowed this server's sampling requests.
+    sampling: bool,
+    /// Whether the operator allowed this server's roots requests.
+    roots: bool,
+}
+
+impl Handler {
+    /// Puts a sampling or roots request to the one call in flight (its
+    /// answer, or the error the server gets).
+    async fn forward(
+        &self,
+        ask: impl FnOnce(&dyn UpstreamElicitor) -> crate::elicit::ForwardFuture,
+    ) -> Result<Value, ErrorData> {
+        let elicitor = self.elicitors.only().map_err(|why| {
+            tracing::info!(server = %self.server, "refused a request from the server: {why}");
+            ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("skillhost cannot tell which call this request belongs to: {why}"),
+                None,
+            )
+        })?;
+        ask(elicitor.as_ref()).await.map_err(|why| {
+            tracing::info!(server = %self.server, "a request from the server went unanswered: {why}");
+            // -1: the user (or their client) did not answer, as MCP's
+            // sampling pages name a rejected request.
+            ErrorData::new(ErrorCode(-1), why, None)
+        })
+    }
 }
 
 impl ClientHandler for Handler {
@@ -117,6 +145,17 @@ impl ClientHandler for Handler {
             rmcp::model::ElicitationCapability::new()
                 .with_form(rmcp::model::FormElicitationCapability::new()),
         );
+        // Sampling and roots only where the operator allowed them for this
+        // server (they go to the calling persona's client).
+        #[allow(deprecated)] // SEP-2577 deprecates sampling and roots; servers still ask
+        {
+            if self.sampling {
+                capabilities.sampling = Some(Default::default());
+            }
+            if self.roots {
+                capabilities.roots = Some(Default::default());
+            }
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("skillhost", env!("CARGO_PKG_VERSION")),
@@ -124,35 +163,65 @@ impl ClientHandler for Handler {
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
-    /// The host declares no `sampling`: a server that asks anyway gets a
-    /// clear refusal (not an empty answer it might act on).
+    /// A completion request: refused unless the operator allowed sampling
+    /// for this server; then put to the one call in flight's client (see
+    /// `crate::elicit`).
     #[allow(deprecated)] // SEP-2577 deprecates sampling and roots; servers still ask
     async fn create_message(
         &self,
-        _params: CreateMessageRequestParams,
+        params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "skillhost offers no sampling to MCP servers (it declared no `sampling` \
-             capability): this request was refused",
-            None,
-        ))
+        if !self.sampling {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "skillhost offers no sampling to MCP server `{}` (it declared no `sampling` \
+                     capability; an operator may allow it: `skillhost mcp allow {} --sampling on`): \
+                     this request was refused",
+                    self.server, self.server
+                ),
+                None,
+            ));
+        }
+        let params = serde_json::to_value(params).map_err(|e| {
+            ErrorData::internal_error(format!("the request could not be read: {e}"), None)
+        })?;
+        let answer = self.forward(|e| e.sample(&self.server, params)).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(
+                format!("the client's answer is not a completion: {e}"),
+                None,
+            )
+        })
     }
 
-    /// The host declares no `roots`: it shares no folders with servers,
-    /// and says so rather than answering an empty list.
+    /// A roots request: refused unless the operator allowed roots for this
+    /// server; then put to the one call in flight's client.
     #[allow(deprecated)] // SEP-2577 deprecates sampling and roots; servers still ask
     async fn list_roots(
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "skillhost shares no roots with MCP servers (it declared no `roots` capability): \
-             this request was refused",
-            None,
-        ))
+        if !self.roots {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "skillhost shares no roots with MCP server `{}` (it declared no `roots` \
+                     capability; an operator may allow it: `skillhost mcp allow {} --roots on`): \
+                     this request was refused",
+                    self.server, self.server
+                ),
+                None,
+            ));
+        }
+        let answer = self.forward(|e| e.roots(&self.server)).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(
+                format!("the client's answer is not a roots list: {e}"),
+                None,
+            )
+        })
     }
 
     /// A legacy session's question: put to the one call in flight that can
@@ -468,6 +537,10 @@ pub(crate) struct Connection {
     server: String,
     /// The elicitors of the calls in flight.
     elicitors: InFlight,
+    /// Whether the operator allowed this server's sampling requests.
+    sampling: bool,
+    /// Whether the operator allowed this server's roots requests.
+    roots: bool,
 }
 
 fn lifecycle_auto() -> ClientLifecycleMode {
@@ -587,6 +660,8 @@ impl Connection {
             progress: progress.clone(),
             server: config.name.clone(),
             elicitors: elicitors.clone(),
+            sampling: config.sampling,
+            roots: config.roots,
         };
         let fault: Fault = Arc::default();
         let delivered: Option<Delivered> =
@@ -824,6 +899,8 @@ impl Connection {
             url: config.url.clone().unwrap_or_default(),
             server: config.name.clone(),
             elicitors,
+            sampling: config.sampling,
+            roots: config.roots,
         })
     }
 
@@ -935,9 +1012,28 @@ impl Connection {
         }
     }
 
+    /// A sampling or roots request of an `input_required` round, put to
+    /// `elicit`: its answer, or the error that ends the call.
+    async fn forwarded(
+        &self,
+        elicit: Option<&dyn UpstreamElicitor>,
+        ask: impl FnOnce(&dyn UpstreamElicitor) -> crate::elicit::ForwardFuture,
+    ) -> Result<Value, CallErrorKind> {
+        let Some(elicit) = elicit else {
+            return Err(CallErrorKind::Protocol(format!(
+                "`{}` asked for input no one of this call can give",
+                self.server
+            )));
+        };
+        ask(elicit).await.map_err(|why| {
+            CallErrorKind::Protocol(format!("`{}` asked for input: {why}", self.server))
+        })
+    }
+
     /// Answers the input requests of an `input_required` round: questions
-    /// go to `elicit` (declined without one); sampling and roots are not
-    /// offered, so a round that asks for them ends the call.
+    /// go to `elicit` (declined without one); sampling and roots go to it
+    /// where the operator allowed them for this server, and otherwise end
+    /// the call.
     async fn fulfil(
         &self,
         requests: rmcp::model::InputRequests,
@@ -951,15 +1047,29 @@ impl Connection {
                     serde_json::to_value(result)
                         .map_err(|e| CallErrorKind::Protocol(e.to_string()))?
                 }
+                rmcp::model::InputRequest::CreateMessage(r) if self.sampling => {
+                    let params = serde_json::to_value(r.params)
+                        .map_err(|e| CallErrorKind::Protocol(e.to_string()))?;
+                    self.forwarded(elicit, |e| e.sample(&self.server, params))
+                        .await?
+                }
+                rmcp::model::InputRequest::ListRoots(_) if self.roots => {
+                    self.forwarded(elicit, |e| e.roots(&self.server)).await?
+                }
                 rmcp::model::InputRequest::CreateMessage(_) => {
-                    return Err(CallErrorKind::Protocol(
-                        "the server asked for sampling (an LLM completion), which skillhost does not offer to MCP servers".into(),
-                    ));
+                    return Err(CallErrorKind::Protocol(format!(
+                        "the server asked for sampling (an LLM completion), which skillhost does \
+                         not offer to it (an operator may allow it: `skillhost mcp allow {} \
+                         --sampling on`)",
+                        self.server
+                    )));
                 }
                 rmcp::model::InputRequest::ListRoots(_) => {
-                    return Err(CallErrorKind::Protocol(
-                        "the server asked for roots, which skillhost does not share with MCP servers".into(),
-                    ));
+                    return Err(CallErrorKind::Protocol(format!(
+                        "the server asked for roots, which skillhost does not share with it (an \
+                         operator may allow it: `skillhost mcp allow {} --roots on`)",
+                        self.server
+                    )));
                 }
                 _ => {
                     return Err(CallErrorKind::Protocol(

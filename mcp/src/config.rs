@@ -278,6 +278,17 @@ pub struct ServerConfig {
     /// it against its list; default `general_worker`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub specialist: Option<String>,
+    /// Whether this server's `sampling/createMessage` requests (a
+    /// completion by a model) go to the calling persona's MCP client, which
+    /// must declare sampling; off by default: the host declares no sampling
+    /// to the server and refuses such a request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sampling: bool,
+    /// Whether this server's `roots/list` requests go to the calling
+    /// persona's MCP client, which must declare roots; off by default: the
+    /// host declares no roots and refuses such a request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub roots: bool,
 }
 
 fn yes() -> bool {
@@ -333,6 +344,8 @@ impl ServerConfig {
             timeouts: Timeouts::default(),
             tools: BTreeMap::new(),
             specialist: None,
+            sampling: false,
+            roots: false,
         }
     }
 

@@ -15,6 +15,11 @@
 //!
 //! An accepted form is completed with the schema's `default`s for the
 //! fields the user left out (SEP-1034) before it goes back to the server.
+//!
+//! Sampling and roots requests are routed the same way, but only for a
+//! server the operator allowed them for (`ServerConfig::sampling`,
+//! `ServerConfig::roots`): the client declares those capabilities to that
+//! server only, and refuses them from any other.
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -58,7 +63,29 @@ pub type ElicitReplyFuture = BoxFuture<'static, ElicitReply>;
 pub trait UpstreamElicitor: Send + Sync {
     /// Asks; resolves with the answer.
     fn ask(&self, question: ElicitQuestion) -> ElicitReplyFuture;
+
+    /// Puts `server`'s sampling request (`sampling/createMessage`'s
+    /// parameters) to the caller's model: the result (a
+    /// `CreateMessageResult`), or why there is none. By default there is
+    /// no model to ask.
+    fn sample(&self, server: &str, params: Value) -> ForwardFuture {
+        let _ = params;
+        let why = format!("no client of this call can answer a completion request from `{server}`");
+        Box::pin(async move { Err(why) })
+    }
+
+    /// Asks the caller's client for its roots for `server`: the result (a
+    /// `ListRootsResult`), or why there is none. By default there are none
+    /// to give.
+    fn roots(&self, server: &str) -> ForwardFuture {
+        let why = format!("no client of this call can give roots to `{server}`");
+        Box::pin(async move { Err(why) })
+    }
 }
+
+/// What [`UpstreamElicitor::sample`] and [`UpstreamElicitor::roots`]
+/// return: the answer's JSON, or why there is none.
+pub type ForwardFuture = BoxFuture<'static, Result<Value, String>>;
 
 /// Completes `content` with the `default` of every property of `schema`
 /// that it lacks (SEP-1034).

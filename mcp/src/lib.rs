@@ -41,7 +41,7 @@ pub use config::{
     TransportKind, valid_server_name,
 };
 pub use elicit::{
-    ElicitQuestion, ElicitReply, ElicitReplyFuture, UpstreamElicitor, apply_defaults,
+    ElicitQuestion, ElicitReply, ElicitReplyFuture, ForwardFuture, UpstreamElicitor, apply_defaults,
 };
 pub use import::{import_desktop_config, merge_imported};
 pub use manager::{

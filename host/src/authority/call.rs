@@ -101,8 +101,8 @@ pub struct CallRequest {
     /// host's log either way); `None`: the host's log only.
     pub log: Option<crate::LogSink>,
     /// Puts a skill's questions (`host.ask`, `host.elicit`) to the
-    /// caller's client, and an upstream MCP server's questions too when it
-    /// takes them ([`crate::Asker::takes_upstream_questions`]);
+    /// caller's client, and an upstream MCP server's requests too when it
+    /// answers while the call waits ([`crate::Asker::answers_in_call`]);
     /// `None`: the caller cannot be asked (an upstream server's questions go
     /// to the operator).
     pub ask: Option<Arc<dyn crate::Asker>>,
@@ -833,19 +833,19 @@ impl HostInner {
             progress: req.progress.clone(),
             // The server's questions go to the caller's user when the
             // front can ask them, else to the operator.
-            elicit: Some(
-                match req.ask.clone().filter(|a| a.takes_upstream_questions()) {
-                    Some(a) => {
-                        Arc::new(UpstreamQuestions(a)) as Arc<dyn skillhost_mcp::UpstreamElicitor>
-                    }
-                    None => Arc::new(super::questions::OperatorQuestions {
-                        inner: self.clone(),
-                        tool: entry.spec.name.clone(),
-                        persona: run.caller.persona_id().map(str::to_string),
-                        run_id: run.run_id.clone(),
-                    }),
-                },
-            ),
+            elicit: Some({
+                let operator = Arc::new(super::questions::OperatorQuestions {
+                    inner: self.clone(),
+                    tool: entry.spec.name.clone(),
+                    persona: run.caller.persona_id().map(str::to_string),
+                    run_id: run.run_id.clone(),
+                });
+                match req.ask.clone().filter(|a| a.answers_in_call()) {
+                    Some(client) => Arc::new(UpstreamQuestions { client, operator })
+                        as Arc<dyn skillhost_mcp::UpstreamElicitor>,
+                    None => operator,
+                }
+            }),
         };
         let outcome = self
             .mcp
@@ -1119,33 +1119,58 @@ fn guest_level(l: skillhost_mcp::ServerLogLevel) -> crate::GuestLogLevel {
     }
 }
 
-/// An upstream MCP server's questions during a call, put to the caller's
-/// client as a form through the same [`crate::Asker`] a skill's questions
-/// use (one that answers while the call waits); the message names the
-/// server that asks.
-struct UpstreamQuestions(Arc<dyn crate::Asker>);
+/// An upstream MCP server's requests during a call, put to the caller's
+/// client (one that answers while the call waits) through the same
+/// [`crate::Asker`] a skill's questions use: a form (the message names the
+/// server that asks; one the client cannot take goes to the operator), a
+/// completion, the roots.
+struct UpstreamQuestions {
+    client: Arc<dyn crate::Asker>,
+    operator: Arc<super::questions::OperatorQuestions>,
+}
+
+impl UpstreamQuestions {
+    /// Asks the client one question for `server`: the answer, or why none.
+    fn one(&self, server: &str, question: crate::InputQuestion) -> skillhost_mcp::ForwardFuture {
+        let request = crate::InputRequest {
+            key: "upstream".into(),
+            question,
+            required: false,
+        };
+        let asking = self.client.ask(server, vec![request]);
+        Box::pin(async move {
+            match asking.await {
+                Ok(mut answers) => match answers.pop() {
+                    Some(crate::InputAnswer::Answered(v)) => Ok(v),
+                    Some(crate::InputAnswer::Unavailable(why)) => Err(why),
+                    None => Err("the client gave no answer".into()),
+                },
+                Err(crate::AskError::Tool(e)) => Err(e.to_string()),
+                Err(crate::AskError::Stop(stop)) => Err(stop.to_string()),
+            }
+        })
+    }
+}
 
 impl skillhost_mcp::UpstreamElicitor for UpstreamQuestions {
     fn ask(&self, q: skillhost_mcp::ElicitQuestion) -> skillhost_mcp::ElicitReplyFuture {
-        let request = crate::InputRequest {
-            key: "upstream".into(),
-            question: crate::InputQuestion::Form {
+        let asking = self.one(
+            &q.server,
+            crate::InputQuestion::Form {
                 message: format!("MCP server {}: {}", q.server, q.message),
-                schema: q.schema,
+                schema: q.schema.clone(),
             },
-            required: false,
-        };
-        let asking = self.0.ask(&q.server, vec![request]);
+        );
+        let operator = self.operator.clone();
         Box::pin(async move {
-            let answer = match asking.await {
-                Ok(mut answers) => answers.pop(),
-                Err(e) => {
-                    tracing::info!(server = %q.server, "a question from the server went unanswered: {e:?}");
-                    return skillhost_mcp::ElicitReply::Cancel;
+            let v = match asking.await {
+                Ok(v) => v,
+                Err(why) => {
+                    // The client cannot take it (no elicitation, no
+                    // answer): the operator can.
+                    tracing::info!(server = %q.server, "the caller's client cannot answer the server's question ({why}); it goes to the operator");
+                    return skillhost_mcp::UpstreamElicitor::ask(operator.as_ref(), q).await;
                 }
-            };
-            let Some(crate::InputAnswer::Answered(v)) = answer else {
-                return skillhost_mcp::ElicitReply::Cancel;
             };
             match (v.get("action").and_then(Value::as_str), v.get("content")) {
                 (Some("accept"), Some(Value::Object(content))) => {
@@ -1156,5 +1181,13 @@ impl skillhost_mcp::UpstreamElicitor for UpstreamQuestions {
                 _ => skillhost_mcp::ElicitReply::Decline,
             }
         })
+    }
+
+    fn sample(&self, server: &str, params: Value) -> skillhost_mcp::ForwardFuture {
+        self.one(server, crate::InputQuestion::Sample(params))
+    }
+
+    fn roots(&self, server: &str) -> skillhost_mcp::ForwardFuture {
+        self.one(server, crate::InputQuestion::Roots)
     }
 }

@@ -94,6 +94,20 @@ pub(crate) enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Let a server ask the calling persona's MCP client for completions
+    /// by its model (`sampling/createMessage`) or for its roots
+    /// (`roots/list`): off by default, the host declares neither to the
+    /// server and refuses such requests. The server reconnects to see it.
+    Allow {
+        /// The server.
+        name: String,
+        /// Forward its sampling requests.
+        #[arg(long)]
+        sampling: Option<super::personas::Switch>,
+        /// Forward its roots requests.
+        #[arg(long)]
+        roots: Option<super::personas::Switch>,
+    },
     /// Remove a server's OAuth tokens (sign out).
     Logout {
         /// The server.
@@ -157,6 +171,14 @@ pub(crate) struct AddArgs {
     /// A persona granted this server (`*` for every persona; repeatable).
     #[arg(long = "persona")]
     personas: Vec<String>,
+    /// Forward the server's sampling requests to the calling persona's
+    /// client (see `mcp allow`).
+    #[arg(long)]
+    allow_sampling: bool,
+    /// Forward the server's roots requests to the calling persona's client
+    /// (see `mcp allow`).
+    #[arg(long)]
+    allow_roots: bool,
     /// stdio: the command and its arguments, after `--`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -306,8 +328,15 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                             String::new()
                         } else {
                             format!("  personas: {}", s.allowed_persona_ids.join(","))
-                        }
+                        },
                     );
+                    let forwards: Vec<&str> = [(s.sampling, "sampling"), (s.roots, "roots")]
+                        .into_iter()
+                        .filter_map(|(on, what)| on.then_some(what))
+                        .collect();
+                    if !forwards.is_empty() {
+                        println!("{:<20} forwards {}", "", forwards.join(", "));
+                    }
                 }
             }
             Ok(())
@@ -398,6 +427,32 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                 println!("signed in to {name:?}: {}", sign_in_text(&report.state));
                 println!("tokens kept in {}", report.token_file.display());
             }
+            Ok(())
+        }
+        McpCommand::Allow {
+            name,
+            sampling,
+            roots,
+        } => {
+            use super::personas::Switch;
+            if sampling.is_none() && roots.is_none() {
+                anyhow::bail!("say what to allow: --sampling on|off and/or --roots on|off");
+            }
+            let mut server = host.mcp_server(&name)?;
+            if let Some(s) = sampling {
+                server.sampling = s == Switch::On;
+            }
+            if let Some(r) = roots {
+                server.roots = r == Switch::On;
+            }
+            let (sampling, roots) = (server.sampling, server.roots);
+            host.replace_mcp_server(&name, server).await?;
+            let word = |on: bool| if on { "forwarded" } else { "refused" };
+            println!(
+                "{name:?}: sampling requests {}, roots requests {} (to the calling persona's client)",
+                word(sampling),
+                word(roots)
+            );
             Ok(())
         }
         McpCommand::Logout { name } => {
@@ -496,6 +551,8 @@ fn add(host: &Host, args: AddArgs) -> anyhow::Result<()> {
         server.env.insert(k, skillhost_mcp::Secret::new(v));
     }
     server.allow_env = args.allow_env;
+    server.sampling = args.allow_sampling;
+    server.roots = args.allow_roots;
     for h in &args.headers {
         let (k, v) = split_pair(h, &[':', '='])
             .ok_or_else(|| anyhow::anyhow!("--header expects `Name: value`"))?;

@@ -43,9 +43,9 @@ pub(super) enum PersonasCommand {
 /// `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum Switch {
-    /// Grant.
+    /// On: grant, allow.
     On,
-    /// Revoke.
+    /// Off: revoke, refuse.
     Off,
 }
 

@@ -169,7 +169,7 @@ pub type AskFuture =
 ///         let n = requests.len();
 ///         Box::pin(async move { Ok(vec![InputAnswer::Unavailable("nobody".into()); n]) })
 ///     }
-///     fn takes_upstream_questions(&self) -> bool { false }
+///     fn answers_in_call(&self) -> bool { true }
 /// }
 /// ```
 pub trait Asker: Send + Sync + std::fmt::Debug {
@@ -177,11 +177,11 @@ pub trait Asker: Send + Sync + std::fmt::Debug {
     /// for `skill`; one answer per request, in order.
     fn ask(&self, skill: &str, requests: Vec<InputRequest>) -> AskFuture;
 
-    /// Whether an upstream MCP server's questions (forms) can be put to
-    /// this client: it answers forms while the call waits (a session whose
-    /// client declared elicitation). A client that answers by retrying the
-    /// call cannot take them: an upstream call is not run again.
-    fn takes_upstream_questions(&self) -> bool;
+    /// Whether the client answers while the call waits (a session), rather
+    /// than by a retry of the call. Only such a client can be given an
+    /// upstream MCP server's questions, since an upstream call is not run
+    /// again.
+    fn answers_in_call(&self) -> bool;
 }
 
 /// Whether `key` is a well-formed question key.

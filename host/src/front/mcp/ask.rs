@@ -216,8 +216,8 @@ impl Asker for SessionAsker {
         })
     }
 
-    fn takes_upstream_questions(&self) -> bool {
-        declares(self.caps.as_ref(), ClientCapability::Elicitation)
+    fn answers_in_call(&self) -> bool {
+        true
     }
 }
 
@@ -277,7 +277,7 @@ impl Asker for RetryAsker {
         Box::pin(async move { result })
     }
 
-    fn takes_upstream_questions(&self) -> bool {
+    fn answers_in_call(&self) -> bool {
         false
     }
 }

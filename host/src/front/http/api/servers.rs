@@ -147,8 +147,64 @@ pub(crate) struct ServerView {
     pub tools: BTreeMap<String, ToolOverrideView>,
     /// The worker its tools belong to, if set.
     pub specialist: Option<String>,
+    /// Whether its sampling requests go to the calling persona's client.
+    pub sampling: bool,
+    /// Whether its roots requests go to the calling persona's client.
+    pub roots: bool,
+    /// Where it stands with OAuth (never a token).
+    pub sign_in: SignInView,
     /// Its state in this host, if this host has started it.
     pub status: Option<StatusView>,
+}
+
+/// Where a server stands with OAuth, from its token file (no token
+/// values).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub(crate) enum SignInView {
+    /// It does not use OAuth (stdio, legacy SSE, a static `Authorization`
+    /// header).
+    NotUsed,
+    /// Not signed in yet (`skillhost mcp login NAME` when it asks).
+    SignedOut,
+    /// Tokens are stored.
+    SignedIn {
+        /// The authorization server that issued them.
+        issuer: Option<String>,
+        /// The scopes granted.
+        scopes: Vec<String>,
+        /// When the access token expires (Unix seconds), if known.
+        expires_at: Option<u64>,
+        /// Whether the host renews the access token by itself.
+        refreshable: bool,
+    },
+    /// The token file is not used; why.
+    Unusable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl From<skillhost_mcp::SignInState> for SignInView {
+    fn from(s: skillhost_mcp::SignInState) -> SignInView {
+        use skillhost_mcp::SignInState as S;
+        match s {
+            S::NotUsed => SignInView::NotUsed,
+            S::SignedOut => SignInView::SignedOut,
+            S::SignedIn {
+                issuer,
+                scopes,
+                expires_at,
+                refreshable,
+            } => SignInView::SignedIn {
+                issuer,
+                scopes,
+                expires_at,
+                refreshable,
+            },
+            S::Unusable { reason } => SignInView::Unusable { reason },
+        }
+    }
 }
 
 fn mask(m: &BTreeMap<String, Secret>) -> BTreeMap<String, String> {
@@ -156,7 +212,7 @@ fn mask(m: &BTreeMap<String, Secret>) -> BTreeMap<String, String> {
 }
 
 impl ServerView {
-    fn new(s: &ServerConfig, status: Option<ServerStatus>) -> ServerView {
+    fn new(s: &ServerConfig, status: Option<ServerStatus>, host: &crate::Host) -> ServerView {
         ServerView {
             name: s.name.clone(),
             description: s.description.clone(),
@@ -188,6 +244,12 @@ impl ServerView {
                 })
                 .collect(),
             specialist: s.specialist.clone(),
+            sampling: s.sampling,
+            roots: s.roots,
+            sign_in: host
+                .mcp_sign_in_state(&s.name)
+                .unwrap_or(skillhost_mcp::SignInState::NotUsed)
+                .into(),
             status: status.map(StatusView::from),
         }
     }
@@ -244,6 +306,14 @@ pub(crate) struct ServerInput {
     /// The worker its tools belong to.
     #[serde(default)]
     pub specialist: Option<String>,
+    /// Forward its `sampling/createMessage` requests to the calling
+    /// persona's client. Default: off (add), unchanged (replace).
+    #[serde(default)]
+    pub sampling: Option<bool>,
+    /// Forward its `roots/list` requests to the calling persona's client.
+    /// Default: off (add), unchanged (replace).
+    #[serde(default)]
+    pub roots: Option<bool>,
 }
 
 /// Secrets from the request; `***` keeps the current value of the name.
@@ -313,6 +383,13 @@ impl ServerInput {
             headers: secrets("headers", self.headers, current.map(|c| &c.headers))?,
             // Set in mcp_servers.json; a replacement through the API keeps it.
             oauth: current.and_then(|c| c.oauth.clone()),
+            // Unless the request says, a replacement keeps them.
+            sampling: self
+                .sampling
+                .unwrap_or_else(|| current.is_some_and(|c| c.sampling)),
+            roots: self
+                .roots
+                .unwrap_or_else(|| current.is_some_and(|c| c.roots)),
             enabled: current.is_some_and(|c| c.enabled),
             allowed_persona_ids: allowed,
             timeouts: Timeouts {
@@ -340,7 +417,7 @@ impl ServerInput {
 
 fn view(host: &Host, name: &str) -> Result<ServerView, ApiError> {
     let server = host.mcp_server(name)?;
-    Ok(ServerView::new(&server, host.mcp().status(name)))
+    Ok(ServerView::new(&server, host.mcp().status(name), host))
 }
 
 fn persona_ids(host: &Host) -> Result<Vec<String>, ApiError> {
@@ -367,7 +444,7 @@ pub(crate) async fn list(
             config
                 .servers
                 .iter()
-                .map(|s| ServerView::new(s, host.mcp().status(&s.name)))
+                .map(|s| ServerView::new(s, host.mcp().status(&s.name), &host))
                 .collect(),
         ))
     })
