@@ -437,3 +437,114 @@ fn answers_are_checked_and_only_declared_capabilities_are_asked() {
     assert!(result.get("inputRequests").is_none(), "{r:?}");
     c.still_answers(&ana);
 }
+
+#[test]
+fn a_prompt_asks_for_the_arguments_it_was_not_given() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, ana, _) = data_dir(work.path());
+    let server = start_http(&data, 2);
+    let c = client(server.port);
+    const PROMPT: &str = "test_prompt_with_arguments";
+    let get = |caps: Value, extra: Value| {
+        let mut params = json!({
+            "name": PROMPT,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps,
+            },
+        });
+        if let Value::Object(extra) = extra {
+            for (k, v) in extra {
+                params[k] = v;
+            }
+        }
+        c.post(&ana, "prompts/get", Some(PROMPT), params)
+    };
+
+    // One argument given, one missing: the form asks for the missing one.
+    let r = get(all_caps(), json!({"arguments": {"arg1": "test"}}));
+    let result = r.result();
+    assert_eq!(result["resultType"], "input_required", "{r:?}");
+    let form = &result["inputRequests"]["arguments"];
+    assert_eq!(form["method"], "elicitation/create", "{r:?}");
+    let props = &form["params"]["requestedSchema"]["properties"];
+    assert!(
+        props["arg2"].is_object() && props.get("arg1").is_none(),
+        "{form}"
+    );
+
+    // The answer fills it in (only the prompt's own arguments).
+    let r = get(
+        all_caps(),
+        json!({"arguments": {"arg1": "test"},
+               "inputResponses": {"arguments": accept(json!({"arg2": "given", "evil": "x"}))}}),
+    );
+    let text = r.result()["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        text, "Prompt with arguments: arg1='test', arg2='given'",
+        "{r:?}"
+    );
+
+    // Declined, a number, or no way to ask: -32602 saying what is missing.
+    for (caps, extra) in [
+        (
+            all_caps(),
+            json!({"inputResponses": {"arguments": {"action": "decline"}}}),
+        ),
+        (
+            all_caps(),
+            json!({"inputResponses": {"arguments": accept(json!({"arg1": 1, "arg2": "b"}))}}),
+        ),
+        (json!({}), json!({"arguments": {"arg1": "test"}})),
+    ] {
+        let r = get(caps, extra);
+        let (code, message) = r.error();
+        assert_eq!(code, -32602, "{r:?}");
+        assert!(
+            message.contains("arg") || message.contains("arguments"),
+            "{message}"
+        );
+    }
+    c.still_answers(&ana);
+}
+
+/// The same with the official Python SDK's client in both eras: its
+/// elicitation callback sees one form asking for `arg2`, and the prompt
+/// comes back with the answer in it.
+#[test]
+fn the_python_sdk_client_is_asked_for_a_prompts_missing_argument() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, ana, _) = data_dir(work.path());
+    let server = start_http(&data, 2);
+    for mode in ["legacy", "auto"] {
+        let o = std::process::Command::new(common::python())
+            .arg(common::repo().join("tests/peers/prompt_args_client.py"))
+            .arg(format!("http://127.0.0.1:{}/mcp", server.port))
+            .arg(&ana)
+            .arg(mode)
+            .output()
+            .expect("run the Python client");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{mode}: {out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let report: Value = serde_json::from_str(out.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{mode}: not JSON ({e}): {out}"));
+        let asked = report["asked"].as_array().expect("asked");
+        assert_eq!(asked.len(), 1, "{mode}: {report}");
+        assert!(
+            asked[0]["requestedSchema"]["properties"]["arg2"].is_object(),
+            "{mode}: {report}"
+        );
+        assert_eq!(
+            report["prompt"]["messages"][0]["content"]["text"],
+            "Prompt with arguments: arg1='test', arg2='from the user'",
+            "{mode}: {report}"
+        );
+    }
+}

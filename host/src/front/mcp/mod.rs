@@ -1073,14 +1073,57 @@ impl ServerHandler for McpFront {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let result = async {
             let skills = self.skills()?;
             if let Some((info, decl)) = prompts::find(&skills, &request.name) {
-                return self
-                    .declared_prompt(info, decl, request.arguments.as_ref())
-                    .await;
+                let mut given = request.arguments.clone();
+                if let Some(answer) = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|r| r.get(prompts::ARGUMENTS_KEY))
+                {
+                    given = Some(prompts::with_answer(decl, given, answer)?);
+                }
+                let missing = prompts::missing(decl, given.as_ref());
+                let asks = !missing.is_empty()
+                    && ask::declares(
+                        context.client_capabilities().as_ref(),
+                        crate::ClientCapability::Elicitation,
+                    );
+                if asks {
+                    let form = prompts::arguments_form(decl, &missing);
+                    let modern = context
+                        .protocol_version()
+                        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+                    if modern {
+                        let request =
+                            rmcp::model::InputRequest::Elicitation(rmcp::model::Request::new(form));
+                        return Ok(GetPromptResponse::InputRequired(
+                            rmcp::model::InputRequiredResult::new(
+                                Some(std::collections::BTreeMap::from([(
+                                    prompts::ARGUMENTS_KEY.to_string(),
+                                    request,
+                                )])),
+                                None,
+                            ),
+                        ));
+                    }
+                    let answer = context
+                        .peer
+                        .create_elicitation_with_timeout(form, Some(confirm::ELICIT_LIMIT))
+                        .await
+                        .map_err(|e| {
+                            ErrorData::invalid_params(
+                                format!("the client did not give the prompt's arguments: {e}"),
+                                None,
+                            )
+                        })?;
+                    let answer = serde_json::to_value(answer).unwrap_or_default();
+                    given = Some(prompts::with_answer(decl, given, &answer)?);
+                }
+                return self.declared_prompt(info, decl, given.as_ref()).await;
             }
             let Some(m) = skills
                 .iter()

@@ -6,6 +6,12 @@
 //! A declared prompt whose name another visible skill also uses (as a
 //! skill name or a declared prompt) is served by neither: a client never
 //! gets one skill's prompt under a name it may think is another's.
+//!
+//! A `prompts/get` without a required argument asks the client's user for
+//! the missing ones with a form, where the client declared elicitation: an
+//! `elicitation/create` in a legacy session, an `input_required` result
+//! (key [`ARGUMENTS_KEY`]) answered by a retry in 2026-07-28. The answer
+//! fills in only the prompt's own arguments, as strings.
 
 use rmcp::model::{
     ContentBlock, EmbeddedResource, ErrorData, Prompt, PromptArgument, PromptMessage,
@@ -19,6 +25,105 @@ use crate::{PromptDecl, PromptRole};
 
 /// The most completion values returned (the MCP limit).
 const MAX_COMPLETIONS: usize = 100;
+
+/// The `inputRequests` key of the form asking a prompt's missing
+/// arguments.
+pub(super) const ARGUMENTS_KEY: &str = "arguments";
+
+/// The required arguments of `decl` that `given` lacks.
+pub(super) fn missing<'a>(
+    decl: &'a PromptDecl,
+    given: Option<&serde_json::Map<String, Value>>,
+) -> Vec<&'a crate::skill::manifest::prompts::PromptArgumentDecl> {
+    decl.arguments
+        .iter()
+        .filter(|a| a.required && !given.is_some_and(|g| g.contains_key(&a.name)))
+        .collect()
+}
+
+/// The form asking for `missing`, each a required string.
+pub(super) fn arguments_form(
+    decl: &PromptDecl,
+    missing: &[&crate::skill::manifest::prompts::PromptArgumentDecl],
+) -> rmcp::model::ElicitRequestParams {
+    let mut properties = serde_json::Map::new();
+    for a in missing {
+        let mut p = serde_json::json!({"type": "string", "title": a.name});
+        if let Some(d) = &a.description {
+            p["description"] = Value::String(d.clone());
+        }
+        properties.insert(a.name.clone(), p);
+    }
+    let names: Vec<&str> = missing.iter().map(|a| a.name.as_str()).collect();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": names,
+    });
+    let requested_schema = match schema {
+        Value::Object(o) => rmcp::model::ElicitationSchema::from_json_schema(o)
+            .unwrap_or_else(|_| rmcp::model::ElicitationSchema::new(Default::default())),
+        _ => rmcp::model::ElicitationSchema::new(Default::default()),
+    };
+    rmcp::model::ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!(
+            "Prompt `{}` needs: {}",
+            decl.name,
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        requested_schema,
+    }
+}
+
+/// `given` with the user's answer to the arguments form: the accepted
+/// content's values for the prompt's own arguments (strings only); a
+/// refusal or a malformed answer is `-32602`.
+pub(super) fn with_answer(
+    decl: &PromptDecl,
+    given: Option<serde_json::Map<String, Value>>,
+    answer: &Value,
+) -> Result<serde_json::Map<String, Value>, ErrorData> {
+    let result: rmcp::model::ElicitResult =
+        serde_json::from_value(answer.clone()).map_err(|e| {
+            ErrorData::invalid_params(
+                format!("the `{ARGUMENTS_KEY}` answer is not an elicitation result: {e}"),
+                None,
+            )
+        })?;
+    if result.action != rmcp::model::ElicitationAction::Accept {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "the user did not give the arguments prompt `{}` needs ({})",
+                decl.name,
+                names(decl)
+            ),
+            None,
+        ));
+    }
+    let mut out = given.unwrap_or_default();
+    if let Some(Value::Object(content)) = result.content {
+        for a in &decl.arguments {
+            match content.get(&a.name) {
+                Some(Value::String(v)) => {
+                    out.insert(a.name.clone(), Value::String(v.clone()));
+                }
+                Some(_) => {
+                    return Err(ErrorData::invalid_params(
+                        format!("the answer's `{}` must be a string", a.name),
+                        None,
+                    ));
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(out)
+}
 
 /// The declared prompts of `skill`, as listed.
 pub(super) fn listed(skill: &SkillInfo, all: &[SkillInfo]) -> Vec<Prompt> {
