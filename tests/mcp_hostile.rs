@@ -855,14 +855,23 @@ async fn requests_the_host_never_offered_are_refused_clearly() {
     for (id, says) in [
         (
             "ask-sampling",
-            "skillhost offers no sampling to MCP servers",
+            "skillhost offers no sampling to MCP server `asker`",
         ),
-        ("ask-roots", "skillhost shares no roots with MCP servers"),
+        (
+            "ask-roots",
+            "skillhost shares no roots with MCP server `asker`",
+        ),
     ] {
         let error = &answers[id]["error"];
         assert_eq!(error["code"], -32601, "{id}: {answers}");
         assert!(
             error["message"].as_str().is_some_and(|m| m.contains(says)),
+            "{id}: {answers}"
+        );
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("skillhost mcp allow asker")),
             "{id}: {answers}"
         );
         assert!(answers[id].get("result").is_none(), "{id}: {answers}");
