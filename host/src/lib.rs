@@ -38,6 +38,7 @@ mod limits;
 mod registry;
 mod sandbox;
 mod skill;
+pub mod stages;
 mod state;
 mod upstream;
 

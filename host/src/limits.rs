@@ -160,6 +160,14 @@ pub const MAX_ELICIT_MESSAGE_BYTES: usize = 4096;
 /// dozen fields with their enums and titles).
 pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 << 10;
 
+/// How long the registry snapshot (skills, personas, grants, servers) is
+/// used without asking the database whether another process changed it:
+/// 1 ms. A change made in this process applies to the next call; one made
+/// by another process (a CLI revoking a grant) within this, far below the
+/// time a client takes to send its next call, while a busy host asks the
+/// database once per millisecond instead of twice per call.
+pub const REGISTRY_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Most questions one `host.ask` puts at once: 8 (a form, a completion
 /// and the roots, with room to spare; a client shows them one by one).
 pub const MAX_ASK_REQUESTS: usize = 8;

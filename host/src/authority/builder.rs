@@ -180,6 +180,7 @@ impl HostBuilder {
             seen: Mutex::new(Seen {
                 data_version: -1,
                 generation: -1,
+                checked_at: None,
             }),
             loaded: Mutex::new(HashMap::new()),
             events,

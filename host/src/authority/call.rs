@@ -486,6 +486,7 @@ impl HostInner {
         parent: Option<Parent>,
         approved: Option<(String, i64)>,
     ) -> RunReport {
+        let mut clock = crate::stages::start();
         let (run_id, created_at_ms) = approved.clone().unwrap_or_else(|| (new_run_id(), now_ms()));
         let mut run = Pending {
             run_id,
@@ -525,6 +526,7 @@ impl HostInner {
             }
         };
         run.provider = Some(entry.spec.provider.clone());
+        crate::stages::lap(crate::stages::Stage::Lookup, &mut clock);
         if let Err(problems) = entry.input.check(&args) {
             let stop = Stop::Arguments {
                 tool: tool.to_string(),
@@ -541,9 +543,13 @@ impl HostInner {
             }
             return self.wait_for_approval(run, &args);
         }
+        crate::stages::lap(crate::stages::Stage::Check, &mut clock);
         let executed = self.execute(&reg, &entry, &run, &args, req).await;
         run.cancelled = req.cancel.as_ref().is_some_and(|c| c.is_cancelled());
-        self.finish(run, executed)
+        let mut clock = crate::stages::start();
+        let report = self.finish(run, executed);
+        crate::stages::lap(crate::stages::Stage::Record, &mut clock);
+        report
     }
 
     /// Every input ref is a ref id that exists.

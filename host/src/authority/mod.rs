@@ -59,6 +59,8 @@ pub use skills::SkillStatus;
 struct Seen {
     data_version: i64,
     generation: i64,
+    /// When the database was last asked whether the state changed.
+    checked_at: Option<std::time::Instant>,
 }
 
 pub(crate) struct HostInner {
@@ -149,9 +151,23 @@ impl HostInner {
     /// The current registry, rebuilt if any state changed since the last
     /// call (in this process or another).
     fn registry(&self) -> anyhow::Result<Arc<Registry>> {
+        // Asked within REGISTRY_RECHECK, with no change in this process
+        // since: the snapshot stands, and the database is not asked.
+        {
+            let seen = lock(&self.seen);
+            if seen.data_version != -1
+                && seen
+                    .checked_at
+                    .is_some_and(|t| t.elapsed() < crate::limits::REGISTRY_RECHECK)
+                && let Some(reg) = self.last_read()
+            {
+                return Ok(reg);
+            }
+        }
         {
             let store = lock(&self.store);
             let mut seen = lock(&self.seen);
+            seen.checked_at = Some(std::time::Instant::now());
             let dv = store.data_version()?;
             let current = self
                 .snapshot

@@ -150,6 +150,11 @@ pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()
         () = terminated => Ok(()),
     };
     host.shutdown().await;
+    // `SKILLHOST_STAGE_TIMES`: where the calls' time went (the fast-path
+    // bench reads this line).
+    if let Some(stages) = skillhost::stages::report() {
+        eprintln!("stage-times {stages}");
+    }
     served
 }
 

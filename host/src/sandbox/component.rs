@@ -433,14 +433,19 @@ impl SkillComponent {
         opts: &CallOptions,
     ) -> Result<CallOutput, CallError> {
         let start = Instant::now();
+        let mut clock = crate::stages::start();
         let deadline = Self::deadline(opts, start);
         let mut store = self.new_store(tool, opts, deadline)?;
+        crate::stages::lap(crate::stages::Stage::Store, &mut clock);
         let run = async {
             let skill = self.inner.pre.instantiate_async(&mut store).await?;
-            skill
+            crate::stages::lap(crate::stages::Stage::Instantiate, &mut clock);
+            let r = skill
                 .skillhost_plugin_tools()
                 .call_call(&mut store, tool, arguments_json)
-                .await
+                .await;
+            crate::stages::lap(crate::stages::Stage::Guest, &mut clock);
+            r
         };
         let result = tokio::time::timeout_at(deadline.into(), run).await;
         let duration = start.elapsed();
@@ -515,6 +520,9 @@ impl SkillComponent {
                 });
             }
         };
+        crate::stages::lap(crate::stages::Stage::Output, &mut clock);
+        drop(store);
+        crate::stages::lap(crate::stages::Stage::Teardown, &mut clock);
         Ok(CallOutput {
             output,
             stdout,

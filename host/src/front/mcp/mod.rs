@@ -836,6 +836,7 @@ impl ServerHandler for McpFront {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let mut clock = crate::stages::start();
         let name: Cow<'_, str> = request.name.clone();
         // A tool listed as last read goes straight to the call, which reads
         // the state fresh and authorizes on it; any other name is looked up
@@ -863,6 +864,7 @@ impl ServerHandler for McpFront {
         // The call has dropped its senders: its last notices go before the
         // response.
         forwarders.flush().await;
+        crate::stages::lap(crate::stages::Stage::Handler, &mut clock);
         result
     }
 
