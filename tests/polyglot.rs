@@ -333,3 +333,72 @@ async fn python_and_js_skills_ask_the_user_through_their_sdks() {
         }
     }
 }
+
+/// Answers the first form of every `ask` and leaves the others
+/// unavailable.
+#[derive(Debug)]
+struct FirstOnly;
+
+impl skillhost::Asker for FirstOnly {
+    fn ask(&self, _skill: &str, requests: Vec<skillhost::InputRequest>) -> skillhost::AskFuture {
+        Box::pin(async move {
+            Ok(requests
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    if i == 0 {
+                        skillhost::InputAnswer::Answered(
+                            json!({"action": "accept", "content": {"city": r.key.clone()}}),
+                        )
+                    } else {
+                        skillhost::InputAnswer::Unavailable("not this one".into())
+                    }
+                })
+                .collect())
+        })
+    }
+
+    fn answers_in_call(&self) -> bool {
+        true
+    }
+}
+
+/// The Python and JS SDKs' `ask`: several questions in one call, each
+/// answer in order (answered or unavailable), and a malformed key refused
+/// by the host as invalid input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_js_skills_ask_several_questions_at_once() {
+    for (which, tool) in [
+        ("hostile-py", "hostile_py.ask_many"),
+        ("hostile-js", "hostile_js.ask_many"),
+    ] {
+        let component = skill(which).component().expect("a component");
+        let opts = skillhost::CallOptions {
+            limits: skill(which)
+                .limits(&LimitsRequest::default())
+                .expect("limits"),
+            ask: Some(std::sync::Arc::new(FirstOnly)),
+            ..Default::default()
+        };
+        let out = component
+            .call(tool, r#"{"key": "lyon"}"#, &opts)
+            .await
+            .unwrap_or_else(|e| panic!("{which}: {e}"));
+        assert_eq!(
+            out.output,
+            json!({"answers": [
+                ["answered", {"action": "accept", "content": {"city": "lyon"}}],
+                ["unavailable", "not this one"],
+            ]}),
+            "{which}"
+        );
+        let e = component
+            .call(tool, r#"{"key": "not a key"}"#, &opts)
+            .await
+            .expect_err("a malformed key is refused");
+        assert!(
+            matches!(&e.failure, CallFailure::Tool { error: skillhost::ToolError::InvalidInput(m) } if m.contains("not 1 to 64")),
+            "{which}: {e}"
+        );
+    }
+}

@@ -27,6 +27,7 @@ import {
   readRef as hostReadRef,
   progress as hostProgress,
   elicit as hostElicit,
+  ask as hostAsk,
 } from "skillhost:plugin/host@0.1.2";
 
 /** Why a tool call did not produce a result; the message reaches the caller. */
@@ -180,6 +181,44 @@ function toWit(e) {
  * The `skillhost:plugin/tools` export for a map of tool name → function.
  * Export the result as `tools` from the skill's main module.
  */
+/**
+ * Asks the calling client several questions at once; one answer per
+ * question, in order: `{answered: result}` (MCP's result of the question's
+ * method) or `{unavailable: why}`. Each question is
+ * `{key, form: {message, schema}}`, `{key, sample: params}` (needs the
+ * skill's approved `permissions.sampling`) or `{key, roots: true}` (needs
+ * `permissions.roots`), with `required: true` when the call cannot go on
+ * without it. A client that answers by calling again (MCP 2026-07-28)
+ * makes the call stop here and run again from the start with the answers:
+ * do nothing you cannot repeat before your last `ask`.
+ * @param {Array<object>} questions
+ */
+export function ask(questions) {
+  const requests = questions.map((q) => {
+    let question;
+    if (q.form) {
+      question = {
+        tag: "form",
+        val: { message: String(q.form.message), schemaJson: JSON.stringify(q.form.schema) },
+      };
+    } else if (q.sample) {
+      question = { tag: "sample", val: JSON.stringify(q.sample) };
+    } else {
+      question = { tag: "roots" };
+    }
+    return { key: String(q.key), question, required: Boolean(q.required) };
+  });
+  let answers;
+  try {
+    answers = hostAsk(requests);
+  } catch (e) {
+    throw fromWit(e);
+  }
+  return answers.map((a) =>
+    a.tag === "answered" ? { answered: JSON.parse(a.val) } : { unavailable: a.val },
+  );
+}
+
 export function skill(handlers) {
   const names = Object.keys(handlers).sort();
   return {

@@ -54,6 +54,10 @@ __all__ = [
     "read_ref_all",
     "progress",
     "elicit",
+    "ask",
+    "form",
+    "sample",
+    "roots",
     "log",
 ]
 
@@ -171,6 +175,59 @@ def elicit(message: str, schema: Dict[str, Any]) -> "tuple[str, Optional[Dict[st
     if kind.endswith("decline"):
         return "decline", None
     return "cancel", None
+
+
+def form(key: str, message: str, schema: Dict[str, Any], required: bool = False) -> Dict[str, Any]:
+    """A question for :func:`ask`: a form for the user (MCP
+    ``elicitation/create``)."""
+    return {"key": key, "form": (message, schema), "required": required}
+
+
+def sample(key: str, params: Dict[str, Any], required: bool = False) -> Dict[str, Any]:
+    """A question for :func:`ask`: a completion by the caller's model (MCP
+    ``sampling/createMessage`` parameters). Needs the skill's approved
+    ``permissions.sampling``."""
+    return {"key": key, "sample": params, "required": required}
+
+
+def roots(key: str, required: bool = False) -> Dict[str, Any]:
+    """A question for :func:`ask`: the caller's roots (MCP ``roots/list``).
+    Needs the skill's approved ``permissions.roots``."""
+    return {"key": key, "roots": True, "required": required}
+
+
+def ask(questions: List[Dict[str, Any]]) -> List["tuple[str, Any]"]:
+    """Asks the calling client several questions at once (made with
+    :func:`form`, :func:`sample`, :func:`roots`); one answer per question,
+    in order: ``("answered", result)`` with MCP's result of the question's
+    method, or ``("unavailable", why)``. A client that answers by calling
+    again (MCP 2026-07-28) makes the call stop here and run again from the
+    start with the answers: do nothing you cannot repeat before your last
+    ``ask``. Raises :class:`InvalidInput` for a malformed question and
+    :class:`Denied` for one the skill's permissions do not allow."""
+    requests = []
+    for q in questions:
+        if "form" in q:
+            message, schema = q["form"]
+            question: Any = _host.Question_Form(
+                _host.FormRequest(str(message), json.dumps(schema))
+            )
+        elif "sample" in q:
+            question = _host.Question_Sample(json.dumps(q["sample"]))
+        else:
+            question = _host.Question_Roots()
+        requests.append(_host.InputRequest(str(q["key"]), question, bool(q.get("required"))))
+    try:
+        answers = _host.ask(requests)
+    except Err as e:
+        raise _from_wit(e.value) from None
+    out: List["tuple[str, Any]"] = []
+    for a in answers:
+        if type(a).__name__.lower().endswith("answered"):
+            out.append(("answered", json.loads(a.value)))
+        else:
+            out.append(("unavailable", a.value))
+    return out
 
 
 class _Log:

@@ -24,9 +24,19 @@
 //! breakdown under the table, with what is left outside the host's call
 //! handling (transport, parse, serialise, thread hand-offs).
 //!
+//! Then a second pass, this bench re-executed with [`ONE_CPU_ARG`], it and
+//! both servers pinned to one CPU: on a virtual machine whose idle CPUs
+//! halt, a wake-up of a thread on another CPU costs tens of µs, and where
+//! the scheduler puts the driver and the server decides more of a call's
+//! latency than the server's work does. On one CPU the latency is the work
+//! (its lines end in `_one_cpu`). `SKILLHOST_BENCH_ONE_CPU=0` skips it.
+//!
 //! Prints p50/p99 per server and spacing, then one `name value` line per
 //! target: `stdio_vs_floor_p50_x` (≤ 2.5) and `spaced_10ms_vs_back_to_back_x`
 //! (≤ 1.5).
+
+#[path = "../../mcp/benches/pinning/mod.rs"]
+mod pinning;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -37,6 +47,8 @@ use serde_json::{Value, json};
 
 /// Re-executes this bench as the floor server.
 const FLOOR_ARG: &str = "--skillhost-bench-floor-server";
+/// Re-executes this bench for the pinned pass.
+const ONE_CPU_ARG: &str = "--skillhost-bench-fast-path-one-cpu";
 /// The text counted: nine words.
 const TEXT: &str = "the quick brown fox jumps over the lazy dog";
 const WORDS: u64 = 9;
@@ -50,6 +62,25 @@ fn main() -> anyhow::Result<()> {
     if std::env::args().any(|a| a == FLOOR_ARG) {
         return floor_server();
     }
+    let one_cpu = std::env::args().any(|a| a == ONE_CPU_ARG);
+    if one_cpu {
+        // Before any thread or child exists: they inherit the mask.
+        let cpu = pinning::pin_to_one_cpu()?;
+        println!("\nsecond pass: the driver and both servers pinned to CPU {cpu}");
+    }
+    measure_pass(if one_cpu { "_one_cpu" } else { "" })?;
+    if !one_cpu && std::env::var_os("SKILLHOST_BENCH_ONE_CPU").is_none_or(|v| v != "0") {
+        let status = Command::new(std::env::current_exe()?)
+            .arg(ONE_CPU_ARG)
+            .status()?;
+        anyhow::ensure!(status.success(), "the one-CPU pass failed: {status}");
+    }
+    Ok(())
+}
+
+/// One pass: both servers, every spacing; `suffix` ends the names of the
+/// target lines.
+fn measure_pass(suffix: &str) -> anyhow::Result<()> {
     // `cargo bench` passes `--bench`; nothing else is taken.
     let quick = std::env::var_os("SKILLHOST_BENCH_QUICK").is_some();
     let plan = Plan {
@@ -158,11 +189,11 @@ fn main() -> anyhow::Result<()> {
     } else {
         println!("(skillhost printed no stage times)");
     }
-    println!("\nstdio_vs_floor_p50_x {vs_floor:.3}");
-    println!("spaced_10ms_vs_back_to_back_x {spaced:.3}");
-    println!("spaced_1ms_vs_back_to_back_x {spaced_1ms:.3}");
-    println!("floor_p50_us {:.1}", p50(0, 0));
-    println!("skillhost_p50_us {:.1}", p50(1, 0));
+    println!("\nstdio_vs_floor_p50_x{suffix} {vs_floor:.3}");
+    println!("spaced_10ms_vs_back_to_back_x{suffix} {spaced:.3}");
+    println!("spaced_1ms_vs_back_to_back_x{suffix} {spaced_1ms:.3}");
+    println!("floor_p50_us{suffix} {:.1}", p50(0, 0));
+    println!("skillhost_p50_us{suffix} {:.1}", p50(1, 0));
     Ok(())
 }
 
@@ -382,8 +413,19 @@ fn floor_server() -> anyhow::Result<()> {
 fn print_stages(stages: &Value, call_p50_us: f64) {
     println!("\nwhere skillhost's time goes (p50 per stage, µs, over every call it served):");
     let mut inside = 0.0;
+    const ORDER: [&str; 9] = [
+        "handler",
+        "lookup",
+        "check",
+        "store",
+        "instantiate",
+        "guest",
+        "output",
+        "teardown",
+        "record",
+    ];
     if let Some(map) = stages.as_object() {
-        for (name, s) in map {
+        for (name, s) in ORDER.iter().filter_map(|n| map.get(*n).map(|s| (*n, s))) {
             let p50 = s["p50_ns"].as_f64().unwrap_or_default() / 1000.0;
             let p99 = s["p99_ns"].as_f64().unwrap_or_default() / 1000.0;
             println!(

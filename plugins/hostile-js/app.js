@@ -1,5 +1,5 @@
 // hostile-js: a JavaScript skill that misbehaves on purpose.
-import { skill, elicit } from "./skillhost.js";
+import { skill, elicit, ask } from "./skillhost.js";
 
 export const tools = skill({
   "hostile_js.spin": () => {
@@ -36,5 +36,15 @@ export const tools = skill({
       properties: { city: { type: "string" } },
     });
     return { action, content: content === undefined ? null : content };
+  },
+  "hostile_js.ask_many": (args) => {
+    const city = { type: "object", properties: { city: { type: "string" } } };
+    const answers = ask([
+      { key: args.key ?? "city", form: { message: "Which city?", schema: city } },
+      { key: "country", form: { message: "Which country?", schema: city } },
+    ]);
+    return {
+      answers: answers.map((a) => ("answered" in a ? ["answered", a.answered] : ["unavailable", a.unavailable])),
+    };
   },
 });

@@ -71,4 +71,16 @@ def ask(args: dict) -> dict:
     return {"action": action, "content": content}
 
 
+@skill.tool("hostile_py.ask_many")
+def ask_many(args: dict) -> dict:
+    city = {"type": "object", "properties": {"city": {"type": "string"}}}
+    answers = skillhost.ask(
+        [
+            skillhost.form(args.get("key", "city"), "Which city?", city),
+            skillhost.form("country", "Which country?", city, required=False),
+        ]
+    )
+    return {"answers": [[kind, value] for kind, value in answers]}
+
+
 Tools = skill.tools()
