@@ -31,6 +31,21 @@
 //! latency than the server's work does. On one CPU the latency is the work
 //! (its lines end in `_one_cpu`). `SKILLHOST_BENCH_ONE_CPU=0` skips it.
 //!
+//! Then what a `kill -9` under load takes: a fresh `serve --stdio` answers
+//! back-to-back calls of a read-only tool, then (another data dir) of a tool
+//! that mutates data (text-tools as a local skill, `text.regex_replace`
+//! declared `read_only: false` without confirmation); it is killed right
+//! after the last answer, and the runs on disk are counted against the
+//! answers: `kill_9_lost_read_only_records` (bounded by what the writer had
+//! queued in its last group commit) and `kill_9_lost_mutating_records`
+//! (target 0: such a call answers once its run is on disk).
+//!
+//! And what `serve --stdio` holds in memory: its resident set (VmRSS)
+//! idle after the handshake, after 10 000 calls and after 100 000
+//! (`rss_idle_kib`, `rss_10k_kib`, `rss_100k_kib`), with the data dir's
+//! growth over the same calls for comparison (the database's page cache
+//! grows with it, to SQLite's cap).
+//!
 //! Prints p50/p99 per server and spacing, then one `name value` line per
 //! target: `stdio_vs_floor_p50_x` (≤ 2.5) and `spaced_10ms_vs_back_to_back_x`
 //! (≤ 1.5).
@@ -69,6 +84,10 @@ fn main() -> anyhow::Result<()> {
         println!("\nsecond pass: the driver and both servers pinned to CPU {cpu}");
     }
     measure_pass(if one_cpu { "_one_cpu" } else { "" })?;
+    if !one_cpu {
+        kill_9()?;
+        resident()?;
+    }
     if !one_cpu && std::env::var_os("SKILLHOST_BENCH_ONE_CPU").is_none_or(|v| v != "0") {
         let status = Command::new(std::env::current_exe()?)
             .arg(ONE_CPU_ARG)
@@ -91,9 +110,7 @@ fn measure_pass(suffix: &str) -> anyhow::Result<()> {
             (Duration::from_millis(10), if quick { 30 } else { 100 }),
         ],
     };
-    let exe = std::env::var_os("SKILLHOST_BENCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_skillhost")));
+    let exe = skillhost_exe();
     let work = tempfile::tempdir()?;
     let data = work.path().join("data");
     prepare(&exe, &data)?;
@@ -206,24 +223,211 @@ struct Plan {
 
 /// Makes the data dir: persona `bench` granted text-tools.
 fn prepare(exe: &Path, data: &Path) -> anyhow::Result<()> {
-    for args in [
-        &["personas", "add", PERSONA][..],
-        &["grants", "skill", PERSONA, "text-tools", "on"],
-    ] {
-        let out = Command::new(exe)
-            .arg("--data-dir")
-            .arg(data)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "`skillhost {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
+    skillhost(exe, data, &["personas", "add", PERSONA])?;
+    skillhost(exe, data, &["grants", "skill", PERSONA, "text-tools", "on"])?;
+    Ok(())
+}
+
+/// The skillhost binary the bench drives.
+fn skillhost_exe() -> PathBuf {
+    std::env::var_os("SKILLHOST_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_skillhost")))
+}
+
+/// Runs `skillhost --data-dir DATA ARGS…` to the end; its stdout.
+fn skillhost(exe: &Path, data: &Path, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+    let out = Command::new(exe)
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "`skillhost {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(out.stdout)
+}
+
+/// What a kill -9 under load takes (see the module docs).
+fn kill_9() -> anyhow::Result<()> {
+    let quick = std::env::var_os("SKILLHOST_BENCH_QUICK").is_some();
+    let calls: usize = if quick { 2_000 } else { 10_000 };
+    let exe = skillhost_exe();
+    println!(
+        "
+kill -9 right after {calls} back-to-back calls, runs on disk against answers received:"
+    );
+    for mutating in [false, true] {
+        let work = tempfile::tempdir()?;
+        let data = work.path().join("data");
+        std::fs::create_dir_all(&data)?;
+        let (tool, arguments, label) = if mutating {
+            mutating_skill(work.path(), &data)?;
+            skillhost(&exe, &data, &["skills", "trust", "text-tools"])?;
+            (
+                "text.regex_replace",
+                r#"{"text":"a b a","pattern":"a","replacement":"c"}"#,
+                "mutating",
+            )
+        } else {
+            (
+                "text.word_count",
+                r#"{"text":"the quick brown fox"}"#,
+                "read_only",
+            )
+        };
+        prepare(&exe, &data)?;
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--data-dir")
+            .arg(&data)
+            .args(["serve", "--stdio", "--persona", PERSONA])
+            .env_remove("RUST_LOG");
+        let mut server = Server::start("skillhost", &mut cmd)?;
+        for _ in 0..calls {
+            server.call_tool(tool, arguments)?;
+        }
+        server.child.kill()?;
+        server.child.wait()?;
+        let listed: Value = serde_json::from_slice(&skillhost(
+            &exe,
+            &data,
+            &[
+                "runs",
+                "list",
+                "--tool",
+                tool,
+                "--limit",
+                &(calls * 2).to_string(),
+                "--json",
+            ],
+        )?)?;
+        let on_disk = listed.as_array().map_or(0, Vec::len);
+        println!(
+            "  {label:<10} {tool:<20} answered {calls}, on disk {on_disk}, lost {}",
+            calls.saturating_sub(on_disk)
+        );
+        println!(
+            "kill_9_lost_{label}_records {}",
+            calls.saturating_sub(on_disk)
         );
     }
+    Ok(())
+}
+
+/// What `serve --stdio` holds in memory, idle and after many calls (see
+/// the module docs).
+fn resident() -> anyhow::Result<()> {
+    let exe = skillhost_exe();
+    let work = tempfile::tempdir()?;
+    let data = work.path().join("data");
+    prepare(&exe, &data)?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg("--data-dir")
+        .arg(&data)
+        .args(["serve", "--stdio", "--persona", PERSONA])
+        .env_remove("RUST_LOG");
+    let mut server = Server::start("skillhost", &mut cmd)?;
+    let pid = server.child.id();
+    let idle = rss_kib(pid)?;
+    let disk_idle = dir_kib(&data)?;
+    let mut at = Vec::new();
+    let mut done = 0;
+    for target in [10_000, 100_000] {
+        while done < target {
+            server.call()?;
+            done += 1;
+        }
+        at.push((rss_kib(pid)?, dir_kib(&data)?));
+    }
+    server.finish()?;
+    let [(rss_10k, disk_10k), (rss_100k, disk_100k)] = at[..] else {
+        anyhow::bail!("two measurements expected");
+    };
+    println!(
+        "
+serve --stdio resident memory: idle {idle} KiB, after 10k calls {rss_10k} KiB, after          100k {rss_100k} KiB (+{} KiB from 10k to 100k; the data dir grew {} KiB meanwhile,          {disk_idle} KiB idle)",
+        rss_100k as i64 - rss_10k as i64,
+        disk_100k as i64 - disk_10k as i64,
+    );
+    println!("rss_idle_kib {idle}");
+    println!("rss_10k_kib {rss_10k}");
+    println!("rss_100k_kib {rss_100k}");
+    println!(
+        "rss_growth_10k_to_100k_kib {}",
+        rss_100k as i64 - rss_10k as i64
+    );
+    println!(
+        "data_dir_growth_10k_to_100k_kib {}",
+        disk_100k as i64 - disk_10k as i64
+    );
+    Ok(())
+}
+
+/// The resident set of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmRSS for {pid}"))
+}
+
+/// The size of the files under `dir`, in KiB.
+fn dir_kib(dir: &Path) -> anyhow::Result<u64> {
+    let mut bytes = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let meta = e.metadata()?;
+            if meta.is_dir() {
+                todo.push(e.path());
+            } else {
+                bytes += meta.len();
+            }
+        }
+    }
+    Ok(bytes / 1024)
+}
+
+/// text-tools as a local skill of `work/skills` listed in `data`'s
+/// settings, with `text.regex_replace` changing data and needing no
+/// confirmation.
+fn mutating_skill(work: &Path, data: &Path) -> anyhow::Result<()> {
+    let builtin = skillhost::builtin_skills()
+        .iter()
+        .find(|b| b.name == "text-tools")
+        .ok_or_else(|| anyhow::anyhow!("no built-in text-tools"))?;
+    let manifest = builtin.manifest;
+    let at = manifest
+        .find("- name: text.regex_replace")
+        .ok_or_else(|| anyhow::anyhow!("no text.regex_replace in text-tools"))?;
+    let ro = at
+        + manifest[at..]
+            .find("read_only: true")
+            .ok_or_else(|| anyhow::anyhow!("text.regex_replace is not read_only"))?;
+    let manifest = format!(
+        "{}read_only: false\n    requires_confirmation: false{}",
+        &manifest[..ro],
+        &manifest[ro + "read_only: true".len()..]
+    );
+    let component = skillhost::SkillManifest::parse(&manifest)?
+        .component
+        .ok_or_else(|| anyhow::anyhow!("text-tools names no component"))?;
+    let folder = work.join("skills").join("text-tools");
+    std::fs::create_dir_all(&folder)?;
+    std::fs::write(folder.join("skill.yaml"), &manifest)?;
+    std::fs::write(folder.join(component), builtin.component)?;
+    std::fs::write(
+        data.join("settings.json"),
+        json!({ "skill_dirs": [folder] }).to_string(),
+    )?;
     Ok(())
 }
 
@@ -322,6 +526,24 @@ impl Server {
             self.name
         );
         Ok(took)
+    }
+
+    /// One `tools/call` of `tool` with `arguments` (a JSON object's text);
+    /// an error unless it succeeded.
+    fn call_tool(&mut self, tool: &str, arguments: &str) -> anyhow::Result<()> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
+        ))?;
+        let answer = self.answer(id)?;
+        anyhow::ensure!(
+            answer.pointer("/result/isError") != Some(&Value::Bool(true))
+                && answer.get("result").is_some(),
+            "{}: {tool} failed: {answer}",
+            self.name
+        );
+        Ok(())
     }
 
     /// Closes stdin, waits for the exit (bounded), and returns the stage
@@ -429,8 +651,13 @@ fn print_stages(stages: &Value, call_p50_us: f64) {
             let p50 = s["p50_ns"].as_f64().unwrap_or_default() / 1000.0;
             let p99 = s["p99_ns"].as_f64().unwrap_or_default() / 1000.0;
             println!(
-                "  {name:<12} p50 {p50:>8.1}  p99 {p99:>8.1}  n {}",
-                s["n"].as_u64().unwrap_or_default()
+                "  {name:<12} p50 {p50:>8.1}  p99 {p99:>8.1}  n {}{}",
+                s["n"].as_u64().unwrap_or_default(),
+                if name == "teardown" {
+                    "  (after the answer is written)"
+                } else {
+                    ""
+                }
             );
             if name == "handler" {
                 inside = p50;

@@ -8,7 +8,7 @@
 //! token or session, authorization, schemas, a fresh sandbox instance, the
 //! run and its event recorded (written by the host's writer thread).
 //!
-//! Four servers run side by side, each measured in turn:
+//! Five servers run side by side, each measured in turn:
 //!
 //! - **skillhost stdio**: `skillhost serve --stdio --persona bench`, the
 //!   binary cargo built for this bench (`CARGO_BIN_EXE_skillhost`: the
@@ -23,7 +23,12 @@
 //!   `word_count(text)` tool answering `{words, lines, chars}` served by the
 //!   official Python SDK's `MCPServer` (the venv of
 //!   `tests/peers/install.sh`; the Python lines are skipped, with a line
-//!   saying why, without it).
+//!   saying why, without it);
+//! - **bare http**: this bench re-executed with [`BARE_ARG`], a bare axum
+//!   handler on the same runtime `serve --http` uses (multi-thread, one
+//!   worker per CPU) that parses each POST's JSON-RPC request and returns
+//!   a canned `tools/call` result: the floor of HTTP serving, with no
+//!   token, registry, sandbox or record.
 //!
 //! Both clients speak the 2026-07-28 protocol era, which every server here
 //! negotiates: over stdio rmcp's client in its default `Auto` handshake;
@@ -57,7 +62,9 @@
 //! line per target (`_one_cpu` in the second pass): stdio p50 at
 //! concurrency 1 ≤ 60 µs, HTTP ≥ 15,000 calls/s at concurrency 64, at
 //! least 10× the Python baseline's throughput (judged on the lowest ratio
-//! over transports and concurrencies).
+//! over transports and concurrencies); and against the bare handler
+//! (issue #18): HTTP calls/s at concurrency 64 ≥ 15× Python's and ≥ 0.5×
+//! the bare handler's, HTTP p50 at concurrency 1 ≤ 3× the bare handler's.
 //!
 //! Knobs, for profiling: `SKILLHOST_BENCH_ONLY` (e.g. `http,skillhost`),
 //! `SKILLHOST_BENCH_CONCURRENCY` (e.g. `64`), `SKILLHOST_BENCH_ONE_CPU=0`
@@ -97,6 +104,13 @@ const ERA: &str = "2026-07-28";
 const TARGET_STDIO_P50_US: f64 = 60.0;
 const TARGET_HTTP_CALLS_PER_SEC: f64 = 15_000.0;
 const TARGET_VS_PYTHON_X: f64 = 10.0;
+/// The targets against the bare handler (issue #18).
+const TARGET_HTTP_C64_VS_PYTHON_X: f64 = 15.0;
+const TARGET_HTTP_C64_VS_BARE_X: f64 = 0.5;
+const TARGET_HTTP_C1_P50_VS_BARE_X: f64 = 3.0;
+
+/// Re-executes this bench as the bare HTTP handler.
+const BARE_ARG: &str = "--skillhost-bench-bare-http";
 
 /// How long a start or a stop may take.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -133,7 +147,7 @@ impl Only {
         let kind: &[&str] = if ["stdio", "http"].contains(&what) {
             &["stdio", "http"]
         } else {
-            &["skillhost", "python"]
+            &["skillhost", "python", "bare"]
         };
         self.0.iter().any(|w| w == what) || !self.0.iter().any(|w| kind.contains(&w.as_str()))
     }
@@ -173,6 +187,9 @@ impl Plan {
 const ONE_CPU_ARG: &str = "--skillhost-bench-serve-one-cpu";
 
 fn main() -> anyhow::Result<()> {
+    if std::env::args().any(|a| a == BARE_ARG) {
+        return bare_server();
+    }
     let one_cpu = std::env::args().any(|a| a == ONE_CPU_ARG);
     if one_cpu {
         // Before any thread exists: the runtime's thread and every server
@@ -322,6 +339,13 @@ async fn start_all(
         ways.push(Way::http("skillhost", addr, Some(token), "text.word_count"));
     }
 
+    if http && only.has("bare") {
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg(BARE_ARG).kill_on_drop(true);
+        let (child, addr) = spawn_listening(cmd, "listening on ").await?;
+        servers.push(child);
+        ways.push(Way::http("bare", addr, None, "text.word_count"));
+    }
     if !only.has("python") {
         return Ok(None);
     }
@@ -788,7 +812,8 @@ fn report(rows: &[Row], concurrency: &[usize], suffix: &str) {
         for &c in concurrency {
             let ours = find(rows, transport, "skillhost", c);
             let py = find(rows, transport, "python", c);
-            for r in [ours, py].into_iter().flatten() {
+            let bare = find(rows, transport, "bare", c);
+            for r in [ours, py, bare].into_iter().flatten() {
                 println!(
                     "{:<9} {:<10} {:>5} {:>10.1} {:>10.1} {:>10.0}",
                     r.transport, r.server, r.concurrency, r.p50_us, r.p99_us, r.calls_per_sec
@@ -828,6 +853,36 @@ fn report(rows: &[Row], concurrency: &[usize], suffix: &str) {
             r.calls_per_sec
         );
     }
+    if let (Some(o), Some(p)) = (
+        find(rows, "http", "skillhost", 64),
+        find(rows, "http", "python", 64),
+    ) {
+        let x = o.calls_per_sec / p.calls_per_sec;
+        println!(
+            "target_http_c64_vs_python_x{suffix} {TARGET_HTTP_C64_VS_PYTHON_X:.0} {} ({x:.1})",
+            met(x >= TARGET_HTTP_C64_VS_PYTHON_X)
+        );
+    }
+    if let (Some(o), Some(b)) = (
+        find(rows, "http", "skillhost", 64),
+        find(rows, "http", "bare", 64),
+    ) {
+        let x = o.calls_per_sec / b.calls_per_sec;
+        println!(
+            "target_http_c64_vs_bare_x{suffix} {TARGET_HTTP_C64_VS_BARE_X:.1} {} ({x:.2})",
+            met(x >= TARGET_HTTP_C64_VS_BARE_X)
+        );
+    }
+    if let (Some(o), Some(b)) = (
+        find(rows, "http", "skillhost", 1),
+        find(rows, "http", "bare", 1),
+    ) {
+        let x = o.p50_us / b.p50_us;
+        println!(
+            "target_http_c1_p50_vs_bare_x{suffix} {TARGET_HTTP_C1_P50_VS_BARE_X:.0} {} ({x:.2})",
+            met(x <= TARGET_HTTP_C1_P50_VS_BARE_X)
+        );
+    }
     match worst_x {
         Some((x, at)) => println!(
             "target_vs_python_calls_per_sec_x{suffix} {TARGET_VS_PYTHON_X:.0} {} (lowest {x:.1}x, \
@@ -839,6 +894,52 @@ fn report(rows: &[Row], concurrency: &[usize], suffix: &str) {
              Python baseline)"
         ),
     }
+}
+
+/// The bare HTTP handler (see the module docs): POST `/mcp` answers
+/// `server/discover` and `tools/call` with canned results for the id it
+/// parsed; prints `listening on ADDR`.
+fn bare_server() -> anyhow::Result<()> {
+    // The runtime `serve --http` builds: multi-thread, one worker per CPU.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let counts = json!({"words": WORDS, "lines": 1, "chars": TEXT.len()});
+        let result = Arc::new(json!({
+            "content": [{"type": "text", "text": counts.to_string()}],
+            "structuredContent": counts,
+            "isError": false,
+        }));
+        let discovered = Arc::new(json!({
+            "supportedVersions": [ERA],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bare", "version": "1"},
+        }));
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |body: Bytes| {
+                let (result, discovered) = (result.clone(), discovered.clone());
+                async move {
+                    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let answer = match request["method"].as_str() {
+                        Some("tools/call") => &*result,
+                        _ => &*discovered,
+                    };
+                    axum::Json(json!({"jsonrpc": "2.0", "id": request["id"], "result": answer}))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("listening on {}", listener.local_addr()?);
+        // As `serve --http` does: answers leave at once.
+        use axum::serve::ListenerExt as _;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await?;
+        anyhow::Ok(())
+    })
 }
 
 fn us(d: Duration) -> f64 {

@@ -168,6 +168,18 @@ pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 << 10;
 /// database once per millisecond instead of twice per call.
 pub const REGISTRY_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// Most runs and events queued for the writer thread before a call that
+/// records one waits for room: 16 384 (about 16 MiB of queued rows). The
+/// writer commits at least every 2 ms while writes arrive, so the queue
+/// holds only what arrives within one commit; it fills only when the
+/// disk cannot keep up, and then the calls slow to the disk's pace instead
+/// of the process growing without bound. A `kill -9` loses at most this
+/// queue and the batch being committed (in practice the last few
+/// milliseconds' calls), and only records of read-only calls: those of
+/// calls that mutate data or needed confirmation are durable before their
+/// answer.
+pub const MAX_QUEUED_WRITES: usize = 16_384;
+
 /// Most questions one `host.ask` puts at once: 8 (a form, a completion
 /// and the roots, with room to spare; a client shows them one by one).
 pub const MAX_ASK_REQUESTS: usize = 8;

@@ -549,6 +549,18 @@ impl HostInner {
         let mut clock = crate::stages::start();
         let report = self.finish(run, executed);
         crate::stages::lap(crate::stages::Stage::Record, &mut clock);
+        // The record of a call that may have changed something, or that
+        // someone confirmed, is on disk before its answer: a kill -9 never
+        // loses it. A read-only call's record follows within one group
+        // commit.
+        if (entry.spec.mutates_data || entry.spec.requires_confirmation)
+            && !self.writer.durable().await
+        {
+            tracing::error!(
+                "the record of run {} may not be on disk: the writer has stopped",
+                report.run_id
+            );
+        }
         report
     }
 

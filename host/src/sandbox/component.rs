@@ -521,8 +521,7 @@ impl SkillComponent {
             }
         };
         crate::stages::lap(crate::stages::Stage::Output, &mut clock);
-        drop(store);
-        crate::stages::lap(crate::stages::Stage::Teardown, &mut clock);
+        super::teardown::after_answer(store);
         Ok(CallOutput {
             output,
             stdout,

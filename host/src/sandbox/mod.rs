@@ -15,6 +15,7 @@ mod notices;
 mod outbound;
 mod outcome;
 mod state;
+mod teardown;
 mod ticker;
 
 use std::path::PathBuf;

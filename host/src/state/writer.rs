@@ -10,11 +10,21 @@
 //! interval and is committed with whatever joined it, so a burst of calls
 //! pays one disk flush, not one each; a write after a quiet moment is
 //! committed at once. [`EventWriter::flush`] waits until everything queued
-//! so far is on disk (at most the rest of an interval longer).
+//! so far is on disk (at most the rest of an interval longer);
+//! [`EventWriter::durable`] is the same for async callers (a call that
+//! mutates data answers only once its record is on disk).
+//!
+//! The queue is bounded ([`MAX_QUEUED_WRITES`]): when the disk falls
+//! behind, a call waits for room rather than the process growing. The
+//! thread runs under `SCHED_BATCH` at a lower priority: its wake-up after a
+//! call does not preempt the thread answering that call (on a busy CPU it
+//! runs when the answer is out), and a queue at its bound makes the calls
+//! wait, which hands it the CPU.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::limits::MAX_QUEUED_WRITES;
 use crate::state::Store;
 use crate::state::runs::{HostEvent, RunRow, put_event_on, put_run_on};
 
@@ -24,15 +34,37 @@ enum Write {
     /// writer and one transaction for both.
     Run(Box<RunRow>, Box<HostEvent>),
     Event(Box<HostEvent>),
-    Flush(mpsc::SyncSender<()>),
+    /// Answer once everything before is committed.
+    Flush(Ack),
     /// Write what came before, then end the thread (closing its
     /// connection).
     Stop,
 }
 
+/// Who waits for a flush.
+enum Ack {
+    /// A thread, blocked on the receiver.
+    Thread(mpsc::SyncSender<()>),
+    /// A task, awaiting the receiver.
+    Task(tokio::sync::oneshot::Sender<()>),
+}
+
+impl Ack {
+    fn send(self) {
+        match self {
+            Ack::Thread(tx) => {
+                let _ = tx.send(());
+            }
+            Ack::Task(tx) => {
+                let _ = tx.send(());
+            }
+        }
+    }
+}
+
 /// The background writer of runs and events (see the module docs).
 pub(crate) struct EventWriter {
-    tx: mpsc::Sender<Write>,
+    tx: mpsc::SyncSender<Write>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -42,10 +74,13 @@ const BATCH: usize = 512;
 impl EventWriter {
     /// Starts the writer on its own connection to the database.
     pub fn start(store: Store) -> EventWriter {
-        let (tx, rx) = mpsc::channel::<Write>();
+        let (tx, rx) = mpsc::sync_channel::<Write>(MAX_QUEUED_WRITES);
         let thread = std::thread::Builder::new()
             .name("skillhost-events".into())
-            .spawn(move || writer_loop(store, rx))
+            .spawn(move || {
+                yield_to_calls();
+                writer_loop(store, rx)
+            })
             .ok();
         EventWriter {
             tx,
@@ -66,10 +101,21 @@ impl EventWriter {
     /// Waits (at most `limit`) until everything queued before is written.
     pub fn flush(&self, limit: Duration) -> bool {
         let (ack, done) = mpsc::sync_channel(1);
-        if self.tx.send(Write::Flush(ack)).is_err() {
+        if self.tx.send(Write::Flush(Ack::Thread(ack))).is_err() {
             return false;
         }
         done.recv_timeout(limit).is_ok()
+    }
+
+    /// Waits until everything queued before is committed to disk (or the
+    /// writer is gone: false). For async callers: the task waits, not the
+    /// thread (unless the queue is full, when every caller waits).
+    pub async fn durable(&self) -> bool {
+        let (ack, done) = tokio::sync::oneshot::channel();
+        if self.tx.send(Write::Flush(Ack::Task(ack))).is_err() {
+            return false;
+        }
+        done.await.is_ok()
     }
 
     /// Writes everything queued so far (a later write still gets written:
@@ -98,6 +144,22 @@ impl Drop for EventWriter {
 /// docs): each commit flushes the disk (`synchronous = FULL`), which costs
 /// more than the writes of a whole interval's calls.
 pub(crate) const GROUP_COMMIT: Duration = Duration::from_millis(2);
+
+/// Puts the calling thread (the writer) under `SCHED_BATCH` at nice 10:
+/// its wake-ups do not preempt the threads answering calls (see the module
+/// docs). Best effort: the writer works the same without it.
+fn yield_to_calls() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: plain system calls on the calling thread (0) with a
+        // valid parameter; their failure changes nothing.
+        unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+        }
+    }
+}
 
 fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
     let mut last_commit: Option<Instant> = None;
@@ -145,7 +207,7 @@ fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
             }
         }
         for a in acks {
-            let _ = a.send(());
+            a.send();
         }
         if stop {
             break;
@@ -223,5 +285,19 @@ mod tests {
         }
         assert_eq!(count(&store, "events"), 301);
         writer.close();
+    }
+
+    #[tokio::test]
+    async fn durable_returns_once_what_came_before_is_committed() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
+        for i in 0..50 {
+            let (row, event) = finished(i);
+            writer.run_with_event(row, event);
+        }
+        assert!(writer.durable().await);
+        assert_eq!(count(&store, "runs"), 50);
+        assert_eq!(count(&store, "events"), 50);
     }
 }
