@@ -660,7 +660,8 @@ impl Store {
     }
 
     /// Whether an event with exactly these fields was recorded (uses the
-    /// `events_kind` index).
+    /// `events_kind` index, which leaves out `call` events: never asked
+    /// about here).
     pub fn has_event(
         &self,
         kind: &str,
@@ -670,7 +671,7 @@ impl Store {
     ) -> rusqlite::Result<bool> {
         self.conn().query_row(
             "SELECT EXISTS (SELECT 1 FROM events
-             WHERE kind = ?1 AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
+             WHERE kind = ?1 AND kind <> 'call' AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
             params![kind, server, tool, detail.to_string()],
             |r| r.get(0),
         )
@@ -770,6 +771,45 @@ fn process_alive(pid: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn has_event_searches_the_index_that_leaves_calls_out() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).expect("open");
+        let plan: Vec<String> = store
+            .conn()
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM events
+                 WHERE kind = ?1 AND kind <> 'call' AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
+            )
+            .expect("prepare")
+            .query_map(params!["tool_changed", "s", "t", "{}"], |r| r.get(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert!(
+            plan.iter().any(|l| l.contains("USING INDEX events_kind")),
+            "{plan:?}"
+        );
+        let detail = serde_json::json!({"old": "a"});
+        store
+            .conn()
+            .execute(
+                "INSERT INTO events (at, kind, server, tool, detail) VALUES (1, 'tool_changed', 's', 't', ?1)",
+                params![detail.to_string()],
+            )
+            .expect("insert");
+        assert!(
+            store
+                .has_event("tool_changed", Some("s"), Some("t"), &detail)
+                .expect("query")
+        );
+        assert!(
+            !store
+                .has_event("tool_changed", Some("s"), Some("u"), &detail)
+                .expect("query")
+        );
+    }
 
     fn pending(store: &Store, run_id: &str) {
         store
