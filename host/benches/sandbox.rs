@@ -4,7 +4,11 @@
 //! says otherwise):
 //!
 //! - `fresh_instance_call_*`: [`SkillComponent::call`] of `text.word_count`,
-//!   a fresh store and instance per call, on a current-thread runtime;
+//!   a fresh store and instance per call, on a current-thread runtime, calls
+//!   back to back (each one's time includes the previous one's teardown);
+//! - `fresh_instance_answer_*`: the same with the scheduler let run between
+//!   calls, untimed, as `serve --stdio` does while it reads the next request:
+//!   the time until the answer, the teardown after it;
 //! - `reused_instance_call_p50_us`: the same call repeated on one instance in
 //!   one store. The host has no such API, so the bench builds a replica of
 //!   the host's engine, linker and store setup with wasmtime directly;
@@ -77,10 +81,22 @@ fn main() -> anyhow::Result<()> {
         .build()?;
 
     // Fresh instance per call, through the public API.
-    let fresh = current.block_on(fresh_public(&component))?;
+    let fresh = current.block_on(fresh_public(&component, Teardown::Timed))?;
     let fresh_p50 = percentile(&fresh, 50.0);
     line("fresh_instance_call_p50_us", us(fresh_p50));
     line("fresh_instance_call_p99_us", us(percentile(&fresh, 99.0)));
+    // The same calls with the scheduler let run between them, untimed, as
+    // `serve --stdio` does while it waits for the next request: the
+    // teardown happens there, after the answer.
+    let answered = current.block_on(fresh_public(&component, Teardown::BetweenCalls))?;
+    line(
+        "fresh_instance_answer_p50_us",
+        us(percentile(&answered, 50.0)),
+    );
+    line(
+        "fresh_instance_answer_p99_us",
+        us(percentile(&answered, 99.0)),
+    );
 
     // One instance, many calls, on a replica of the host's engine.
     let mut compiled = CompiledCache::default();
@@ -268,7 +284,21 @@ fn percentile(samples: &[Duration], p: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-async fn fresh_public(component: &SkillComponent) -> anyhow::Result<Vec<Duration>> {
+/// Where a fresh call's teardown lands in [`fresh_public`].
+#[derive(Clone, Copy, PartialEq)]
+enum Teardown {
+    /// Calls follow each other without letting the scheduler run, so each
+    /// call's end also drops the previous call's store: inside the time.
+    Timed,
+    /// The scheduler runs between calls, untimed: the store is dropped
+    /// there (the time until the answer).
+    BetweenCalls,
+}
+
+async fn fresh_public(
+    component: &SkillComponent,
+    teardown: Teardown,
+) -> anyhow::Result<Vec<Duration>> {
     let opts = CallOptions::default();
     let expected: serde_json::Value = serde_json::from_str(EXPECTED)?;
     let out = component.call(TOOL, ARGS, &opts).await?;
@@ -284,6 +314,12 @@ async fn fresh_public(component: &SkillComponent) -> anyhow::Result<Vec<Duration
             .await;
         samples.push(start.elapsed());
         black_box(out?);
+        if teardown == Teardown::BetweenCalls {
+            // The teardown task yields once itself before it drops.
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        }
     }
     Ok(samples)
 }
