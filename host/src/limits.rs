@@ -160,8 +160,9 @@ pub const MAX_ELICIT_MESSAGE_BYTES: usize = 4096;
 /// dozen fields with their enums and titles).
 pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 << 10;
 
-/// How long the registry snapshot (skills, personas, grants, servers) is
-/// used without asking the database whether another process changed it:
+/// How long the registry snapshot (skills, personas, grants, servers) and
+/// the persona tokens are used without asking the database whether another
+/// process changed them:
 /// 1 ms. A change made in this process applies to the next call; one made
 /// by another process (a CLI revoking a grant) within this, far below the
 /// time a client takes to send its next call, while a busy host asks the

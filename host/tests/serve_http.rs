@@ -484,3 +484,53 @@ fn sigterm_does_not_wait_for_listen_streams() {
         "the server waited {took:?} for an open listen stream"
     );
 }
+
+/// Tokens are looked up in memory while serving; a token revoked, or a
+/// persona removed, by another process is refused from the next request,
+/// and a token made by another process works from the next request.
+#[test]
+fn token_changes_made_by_another_process_apply_to_the_next_request() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let data = work.path().join("data");
+    ok(&data, &["personas", "add", "support"]);
+    ok(&data, &["personas", "add", "temp"]);
+    let add = |persona: &str| {
+        ok(&data, &["tokens", "add", "--persona", persona])
+            .trim()
+            .to_string()
+    };
+    let (first, of_temp) = (add("support"), add("temp"));
+    let server = start(&data);
+    let port = server.port;
+    let status = |token: &str| {
+        let bearer = format!("Bearer {token}");
+        request(port, "POST", "/mcp", &[("Authorization", &bearer)]).0
+    };
+    // Accepted (rmcp then wants a session for a bare tools/list).
+    assert!(![0, 401, 403].contains(&status(&first)));
+    assert!(![0, 401, 403].contains(&status(&of_temp)));
+
+    let listed: Value =
+        serde_json::from_str(&ok(&data, &["tokens", "list", "--json"])).expect("JSON");
+    let id = listed
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t["persona"] == "support"))
+        .and_then(|t| t["id"].as_i64())
+        .expect("the first token's id")
+        .to_string();
+    ok(&data, &["tokens", "remove", &id]);
+    assert_eq!(status(&first), 401, "a revoked token still works");
+
+    let second = add("support");
+    assert!(
+        ![0, 401, 403].contains(&status(&second)),
+        "a new token is not taken"
+    );
+    ok(&data, &["personas", "remove", "temp"]);
+    assert_eq!(
+        status(&of_temp),
+        401,
+        "a removed persona's token still works"
+    );
+    assert!(![0, 401, 403].contains(&status(&second)));
+}

@@ -182,6 +182,7 @@ impl HostBuilder {
                 generation: -1,
                 checked_at: None,
             }),
+            tokens: Mutex::new(super::tokens::TokenSnapshot::default()),
             loaded: Mutex::new(HashMap::new()),
             events,
             approval_ttl,

@@ -72,6 +72,8 @@ pub(crate) struct HostInner {
     pub(crate) mcp: McpManager,
     snapshot: RwLock<Option<Arc<Registry>>>,
     seen: Mutex<Seen>,
+    /// The persona tokens as last read (`tokens.rs`).
+    tokens: Mutex<tokens::TokenSnapshot>,
     loaded: Mutex<HashMap<String, (String, Skill)>>,
     events: tokio::sync::broadcast::Sender<HostEvent>,
     approval_ttl: Duration,
@@ -138,6 +140,7 @@ impl HostInner {
     /// own connection (which `data_version` does not report).
     fn changed(&self) {
         lock(&self.seen).data_version = -1;
+        lock(&self.tokens).checked_at = None;
     }
 
     /// The registry as last read, whether or not the state changed since.

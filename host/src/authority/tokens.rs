@@ -5,11 +5,15 @@
 //! Only a token's sha256 is stored (`crate::state::tokens`); the token
 //! itself is shown once, when it is made.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
 use base64::Engine as _;
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
-use super::{Host, lock};
+use super::{Host, HostInner, lock};
 use crate::error::{StateError, TokenError};
 use crate::state::data_dir::{create_private_once, read_private};
 use crate::state::tokens::TokenInfo;
@@ -84,6 +88,8 @@ impl Host {
             .take(TOKEN_PREFIX.len() + SHOWN_CHARS)
             .collect();
         let info = store.add_token(&token_digest(&token), &prefix, persona, label)?;
+        drop(store);
+        self.inner.changed();
         Ok((token, info))
     }
 
@@ -106,7 +112,10 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub fn remove_token(&self, id: i64) -> Result<(), TokenError> {
-        if !lock(&self.inner.store).remove_token(id)? {
+        let removed = lock(&self.inner.store).remove_token(id)?;
+        // Whatever happened, this process reads the tokens afresh.
+        self.inner.changed();
+        if !removed {
             return Err(TokenError::NotFound(format!(
                 "there is no token {id} (`skillhost tokens list` shows them)"
             )));
@@ -126,7 +135,8 @@ impl Host {
         if !well_formed(token) {
             return Ok(None);
         }
-        Ok(lock(&self.inner.store).token_persona(&token_digest(token))?)
+        let personas = self.inner.token_personas()?;
+        Ok(personas.get(&hex::encode(token_digest(token))).cloned())
     }
 
     /// The admin token (created in the data dir, mode 0600, when missing):
@@ -139,6 +149,44 @@ impl Host {
     /// ```
     pub fn admin_token(&self) -> Result<String, StateError> {
         Ok(admin_token(&self.inner.data.dir)?)
+    }
+}
+
+/// The persona tokens as a serving host last read them: looked up in
+/// memory, the database asked at most once per
+/// [`REGISTRY_RECHECK`](crate::limits::REGISTRY_RECHECK) whether they
+/// changed (their generation, bumped by triggers in any process), and
+/// dropped at once on a change made through this host.
+#[derive(Default)]
+pub(crate) struct TokenSnapshot {
+    generation: Option<i64>,
+    pub(crate) checked_at: Option<Instant>,
+    personas: Arc<HashMap<String, String>>,
+}
+
+impl HostInner {
+    /// Every token's persona by the token's sha256 (hex), from the snapshot
+    /// (see [`TokenSnapshot`]).
+    fn token_personas(&self) -> anyhow::Result<Arc<HashMap<String, String>>> {
+        {
+            let snap = lock(&self.tokens);
+            if snap
+                .checked_at
+                .is_some_and(|t| t.elapsed() < crate::limits::REGISTRY_RECHECK)
+            {
+                return Ok(snap.personas.clone());
+            }
+        }
+        // Lock order: the store, then the snapshot.
+        let store = lock(&self.store);
+        let generation = store.token_generation()?;
+        let mut snap = lock(&self.tokens);
+        if snap.generation != Some(generation) {
+            snap.personas = Arc::new(store.token_personas()?);
+            snap.generation = Some(generation);
+        }
+        snap.checked_at = Some(Instant::now());
+        Ok(snap.personas.clone())
     }
 }
 

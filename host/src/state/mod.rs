@@ -229,6 +229,17 @@ const MIGRATIONS: &[&str] = &[
     "DROP INDEX events_run;
      DROP INDEX events_kind;
      CREATE INDEX events_kind ON events (kind, server, tool) WHERE kind <> 'call';",
+    // 12: a counter every change to the persona tokens bumps (any process),
+    // so a serving host keeps the tokens in memory and asks the database
+    // only whether they changed.
+    "CREATE TABLE token_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        value INTEGER NOT NULL
+     );
+     INSERT INTO token_generation (id, value) VALUES (1, 0);
+     CREATE TRIGGER gen_tokens_i AFTER INSERT ON api_tokens BEGIN UPDATE token_generation SET value = value + 1; END;
+     CREATE TRIGGER gen_tokens_u AFTER UPDATE ON api_tokens BEGIN UPDATE token_generation SET value = value + 1; END;
+     CREATE TRIGGER gen_tokens_d AFTER DELETE ON api_tokens BEGIN UPDATE token_generation SET value = value + 1; END;",
 ];
 
 /// The database.

@@ -3,7 +3,9 @@
 //! makes and checks tokens). Removing a persona removes its tokens
 //! (`ON DELETE CASCADE`).
 
-use rusqlite::{OptionalExtension, params};
+use std::collections::HashMap;
+
+use rusqlite::params;
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -82,12 +84,20 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// The persona of the token with this digest, if any.
-    pub fn token_persona(&self, digest: &[u8; 32]) -> rusqlite::Result<Option<String>> {
+    /// The tokens' generation: bumped by every change to `api_tokens`, by
+    /// any process (triggers).
+    pub(crate) fn token_generation(&self) -> rusqlite::Result<i64> {
         self.conn()
-            .prepare_cached("SELECT persona FROM api_tokens WHERE digest = ?1")?
-            .query_row(params![hex::encode(digest)], |r| r.get(0))
-            .optional()
+            .prepare_cached("SELECT value FROM token_generation WHERE id = 1")?
+            .query_row([], |r| r.get(0))
+    }
+
+    /// Every token's persona, by the token's sha256 (hex).
+    pub(crate) fn token_personas(&self) -> rusqlite::Result<HashMap<String, String>> {
+        self.conn()
+            .prepare_cached("SELECT digest, persona FROM api_tokens")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
     }
 }
 
@@ -103,10 +113,44 @@ mod tests {
         let digest = [7u8; 32];
         let info = s.add_token(&digest, "skh_AbCdEf", "p", "laptop").unwrap();
         assert_eq!(info.prefix, "skh_AbCdEf");
-        assert_eq!(s.token_persona(&digest).unwrap().as_deref(), Some("p"));
+        let by_digest = |s: &Store| {
+            s.token_personas()
+                .unwrap()
+                .get(&hex::encode(digest))
+                .cloned()
+        };
+        assert_eq!(by_digest(&s).as_deref(), Some("p"));
         assert!(s.add_token(&[8u8; 32], "skh_x", "nobody", "").is_err());
         s.remove_persona("p").unwrap();
-        assert_eq!(s.token_persona(&digest).unwrap(), None);
+        assert_eq!(by_digest(&s), None);
         assert!(s.tokens().unwrap().is_empty());
+    }
+
+    #[test]
+    fn every_change_to_the_tokens_bumps_their_generation() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = Store::open(tmp.path()).unwrap();
+        s.add_persona("p", "").unwrap();
+        let g0 = s.token_generation().unwrap();
+        let info = s.add_token(&[7u8; 32], "skh_AbCdEf", "p", "").unwrap();
+        let g1 = s.token_generation().unwrap();
+        assert!(g1 > g0);
+        assert_eq!(
+            s.token_personas()
+                .unwrap()
+                .get(&hex::encode([7u8; 32]))
+                .map(String::as_str),
+            Some("p")
+        );
+        assert!(s.remove_token(info.id).unwrap());
+        let g2 = s.token_generation().unwrap();
+        assert!(g2 > g1);
+        // A persona's removal takes its tokens with it (a cascade): that
+        // too is a change.
+        s.add_token(&[8u8; 32], "skh_x", "p", "").unwrap();
+        let g3 = s.token_generation().unwrap();
+        s.remove_persona("p").unwrap();
+        assert!(s.token_generation().unwrap() > g3);
+        assert!(s.token_personas().unwrap().is_empty());
     }
 }
