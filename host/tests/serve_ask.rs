@@ -183,16 +183,25 @@ fn client(port: u16) -> Client {
 }
 
 /// The `refused` events about `what` (`request_state`, `ask`).
-fn refusals(data: &Path, what: &str) -> Vec<Value> {
-    let out = ok(data, &["runs", "events", "--json", "--limit", "500"]);
-    let events: Value = serde_json::from_str(&out).expect("events JSON");
-    events
-        .as_array()
-        .expect("a list")
-        .iter()
-        .filter(|e| e["kind"] == "refused" && e.to_string().contains(what))
-        .cloned()
-        .collect()
+fn refusals(data: &Path, what: &str, at_least: usize) -> Vec<Value> {
+    // Refusals are recorded by the writer within a group commit of the
+    // answer: wait (bounded) for the ones expected.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let out = ok(data, &["runs", "events", "--json", "--limit", "500"]);
+        let events: Value = serde_json::from_str(&out).expect("events JSON");
+        let found: Vec<Value> = events
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter(|e| e["kind"] == "refused" && e.to_string().contains(what))
+            .cloned()
+            .collect();
+        if found.len() >= at_least || std::time::Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// An answer to a form.
@@ -257,7 +266,7 @@ fn rounds_carry_their_answers_and_the_state_cannot_be_bent() {
 
     // Attacks on the state: each a -32602 naming the state, each an audit
     // event, none a result.
-    let before = refusals(&data, "request_state").len();
+    let before = refusals(&data, "request_state", 0).len();
     let mut tampered = state2.clone().into_bytes();
     let mid = tampered.len() / 2;
     tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
@@ -310,7 +319,7 @@ fn rounds_carry_their_answers_and_the_state_cannot_be_bent() {
         assert!(message.contains("requestState"), "{what}: {message}");
     }
     assert_eq!(
-        refusals(&data, "request_state").len(),
+        refusals(&data, "request_state", before + attacks.len()).len(),
         before + attacks.len(),
         "one refused event per attack"
     );
@@ -373,7 +382,7 @@ fn answers_are_checked_and_only_declared_capabilities_are_asked() {
         assert_eq!(code, -32602, "{r:?}");
         assert!(message.contains("`user_name`"), "{message}");
     }
-    assert!(refusals(&data, "user_name").len() >= 3);
+    assert!(refusals(&data, "user_name", 3).len() >= 3);
 
     // A good answer needs no state; unknown keys are ignored.
     let r = c.call(
@@ -420,7 +429,7 @@ fn answers_are_checked_and_only_declared_capabilities_are_asked() {
         json!({"sampling": {}}),
         "{r:?}"
     );
-    assert!(!refusals(&data, "did not declare `sampling`").is_empty());
+    assert!(!refusals(&data, "did not declare `sampling`", 1).is_empty());
 
     // Roots were not approved for this skill: the call is denied before the
     // client is asked anything.

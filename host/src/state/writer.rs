@@ -16,10 +16,10 @@
 //!
 //! The queue is bounded ([`MAX_QUEUED_WRITES`]): when the disk falls
 //! behind, a call waits for room rather than the process growing. The
-//! thread runs under `SCHED_BATCH` at a lower priority: its wake-up after a
-//! call does not preempt the thread answering that call (on a busy CPU it
-//! runs when the answer is out), and a queue at its bound makes the calls
-//! wait, which hands it the CPU.
+//! thread runs under `SCHED_BATCH`: its wake-up after a call does not
+//! preempt the thread answering that call (on a busy CPU it runs when the
+//! answer is out), while its share of the CPU stays that of any thread (a
+//! lower priority delayed commits by tens of ms on a loaded machine).
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -145,18 +145,17 @@ impl Drop for EventWriter {
 /// more than the writes of a whole interval's calls.
 pub(crate) const GROUP_COMMIT: Duration = Duration::from_millis(2);
 
-/// Puts the calling thread (the writer) under `SCHED_BATCH` at nice 10:
+/// Puts the calling thread (the writer) under `SCHED_BATCH`:
 /// its wake-ups do not preempt the threads answering calls (see the module
 /// docs). Best effort: the writer works the same without it.
 fn yield_to_calls() {
     #[cfg(target_os = "linux")]
     {
         let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: plain system calls on the calling thread (0) with a
-        // valid parameter; their failure changes nothing.
+        // SAFETY: a plain system call on the calling thread (0) with a
+        // valid parameter; its failure changes nothing.
         unsafe {
             libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
         }
     }
 }
