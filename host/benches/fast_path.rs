@@ -119,13 +119,7 @@ fn measure_pass(suffix: &str) -> anyhow::Result<()> {
         "floor",
         Command::new(std::env::current_exe()?).arg(FLOOR_ARG),
     )?;
-    let mut cmd = Command::new(&exe);
-    cmd.arg("--data-dir")
-        .arg(&data)
-        .args(["serve", "--stdio", "--persona", PERSONA])
-        .env_remove("RUST_LOG")
-        .env("SKILLHOST_STAGE_TIMES", "1");
-    let mut host = Server::start("skillhost", &mut cmd)?;
+    let mut host = start_skillhost(&exe, &data, true)?;
 
     println!(
         "fast path: tools/call of a word count over stdio, one call in flight, {} rounds of \
@@ -228,6 +222,20 @@ fn prepare(exe: &Path, data: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `skillhost serve --stdio --persona bench` on `data`, handshaken; with
+/// `stage_times`, it prints its per-stage times when its stdin closes.
+fn start_skillhost(exe: &Path, data: &Path, stage_times: bool) -> anyhow::Result<Server> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("--data-dir")
+        .arg(data)
+        .args(["serve", "--stdio", "--persona", PERSONA])
+        .env_remove("RUST_LOG");
+    if stage_times {
+        cmd.env("SKILLHOST_STAGE_TIMES", "1");
+    }
+    Server::start("skillhost", &mut cmd)
+}
+
 /// The skillhost binary the bench drives.
 fn skillhost_exe() -> PathBuf {
     std::env::var_os("SKILLHOST_BENCH_BIN")
@@ -282,12 +290,7 @@ kill -9 right after {calls} back-to-back calls, runs on disk against answers rec
             )
         };
         prepare(&exe, &data)?;
-        let mut cmd = Command::new(&exe);
-        cmd.arg("--data-dir")
-            .arg(&data)
-            .args(["serve", "--stdio", "--persona", PERSONA])
-            .env_remove("RUST_LOG");
-        let mut server = Server::start("skillhost", &mut cmd)?;
+        let mut server = start_skillhost(&exe, &data, false)?;
         for _ in 0..calls {
             server.call_tool(tool, arguments)?;
         }
@@ -326,12 +329,7 @@ fn resident() -> anyhow::Result<()> {
     let work = tempfile::tempdir()?;
     let data = work.path().join("data");
     prepare(&exe, &data)?;
-    let mut cmd = Command::new(&exe);
-    cmd.arg("--data-dir")
-        .arg(&data)
-        .args(["serve", "--stdio", "--persona", PERSONA])
-        .env_remove("RUST_LOG");
-    let mut server = Server::start("skillhost", &mut cmd)?;
+    let mut server = start_skillhost(&exe, &data, false)?;
     let pid = server.child.id();
     let idle = rss_kib(pid)?;
     let disk_idle = dir_kib(&data)?;

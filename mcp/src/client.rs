@@ -132,6 +132,22 @@ impl Handler {
             ErrorData::new(ErrorCode(-1), why, None)
         })
     }
+
+    /// The refusal of a `capability` request (`sampling`, `roots`) the
+    /// operator has not allowed for this server: `what` says what the host
+    /// does not do, the message names the command that would allow it.
+    fn not_offered(&self, what: &str, capability: &str) -> ErrorData {
+        ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "skillhost {what} MCP server `{}` (it declared no `{capability}` capability; an \
+                 operator may allow it: `skillhost mcp allow {} --{capability} on`): this request \
+                 was refused",
+                self.server, self.server
+            ),
+            None,
+        )
+    }
 }
 
 impl ClientHandler for Handler {
@@ -173,16 +189,7 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         if !self.sampling {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "skillhost offers no sampling to MCP server `{}` (it declared no `sampling` \
-                     capability; an operator may allow it: `skillhost mcp allow {} --sampling on`): \
-                     this request was refused",
-                    self.server, self.server
-                ),
-                None,
-            ));
+            return Err(self.not_offered("offers no sampling to", "sampling"));
         }
         let params = serde_json::to_value(params).map_err(|e| {
             ErrorData::internal_error(format!("the request could not be read: {e}"), None)
@@ -204,16 +211,7 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         if !self.roots {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "skillhost shares no roots with MCP server `{}` (it declared no `roots` \
-                     capability; an operator may allow it: `skillhost mcp allow {} --roots on`): \
-                     this request was refused",
-                    self.server, self.server
-                ),
-                None,
-            ));
+            return Err(self.not_offered("shares no roots with", "roots"));
         }
         let answer = self.forward(|e| e.roots(&self.server)).await?;
         serde_json::from_value(answer).map_err(|e| {
