@@ -476,6 +476,34 @@ pub const REFUSED_BODY_DRAIN_BYTES: usize = 64 << 10;
 /// client's body on a loaded link; a slower one gets `Connection: close`.
 pub const REFUSED_BODY_DRAIN_TIME: Duration = Duration::from_secs(2);
 
+/// How long a console sign-in lasts: a working day. The admin token is
+/// asked again after it; a session is ended sooner by signing out or by
+/// the server's restart (sessions live in memory only).
+pub const CONSOLE_SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+
+/// Console sessions open at once: a few operators with a few browsers
+/// each. Beyond it the oldest session ends, so a script signing in over
+/// and over cannot grow the server's memory.
+pub const CONSOLE_MAX_SESSIONS: usize = 64;
+
+/// How often a console page's live stream looks for a change in the
+/// approval queue (one cheap indexed count per look and stream): the
+/// queue shows a new waiting call within this plus the page's fetch.
+pub const CONSOLE_LIVE_POLL: Duration = Duration::from_millis(400);
+
+/// Console live streams open at once, across sessions: each polls the
+/// database, so they are capped apart from MCP's listening streams.
+pub const CONSOLE_MAX_LIVE_STREAMS: usize = 32;
+
+/// How much of a waiting call's arguments the approval queue shows
+/// before folding the rest under "show all" (the page stays readable
+/// with 64 KiB arguments, `MAX_WAITING_ARGS_BYTES`).
+pub const CONSOLE_ARGS_PREVIEW_CHARS: usize = 600;
+
+/// The most form bytes a console POST may send (a sign-in token, a
+/// reason, a CSRF token): anything longer is not a console form.
+pub const CONSOLE_MAX_FORM_BYTES: usize = 16 << 10;
+
 #[cfg(test)]
 mod tests {
     use super::*;

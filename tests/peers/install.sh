@@ -7,6 +7,10 @@
 #   target/peers/node   node 22, server-everything, the conformance CLI,
 #                       componentize-js and oidc-provider (package.json +
 #                       package-lock.json, via `npm ci`)
+# and, from Debian's packages, the browser the console's tests drive:
+#   chromium, chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver),
+#                       installed with apt-get when missing (as root, or
+#                       through sudo)
 # Idempotent: a stamp file keyed on the pins makes a rerun a no-op.
 # Needs python3 (>= 3.10, with venv) and npm on PATH. See README.md.
 set -euo pipefail
@@ -31,6 +35,21 @@ command -v npm >/dev/null || die "npm not found: Node.js with npm is needed to i
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' ||
     die "$("$PYTHON" --version 2>&1) is too old: the MCP SDK needs Python >= 3.10"
 
+# The console's browser tests: Debian's Chromium and its WebDriver.
+if [[ ! -x /usr/bin/chromium || ! -x /usr/bin/chromedriver ]]; then
+    if command -v apt-get >/dev/null; then
+        sudo=()
+        [[ "$(id -u)" == 0 ]] || sudo=(sudo)
+        echo "tests/peers/install.sh: installing chromium and chromium-driver with apt-get"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
+            die "apt-get update failed: the console's browser tests need Debian's chromium and chromium-driver"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver ||
+            die "cannot install chromium and chromium-driver: the console's browser tests need them"
+    else
+        die "chromium and chromedriver are missing and there is no apt-get: install Chromium and its driver as /usr/bin/chromium and /usr/bin/chromedriver"
+    fi
+fi
+
 # The stamp key: the pins and this script.
 key="$(cat "$HERE/requirements.txt" "$HERE/package.json" "$HERE/package-lock.json" "$HERE/install.sh" |
     sha256sum | cut -d' ' -f1)"
@@ -53,6 +72,7 @@ summary() {
     echo "  componentize-py $("$componentize_py" --version | cut -d' ' -f2) (target/peers/venv/bin/componentize-py)"
     echo "  componentize-js $("$componentize_js" --version) (target/peers/node/node_modules/.bin/componentize-js)"
     echo "  oidc-provider $("$node22" -p 'require(process.argv[1]).version' "$oidc_provider")"
+    echo "  chromium    $(/usr/bin/chromium --version 2>/dev/null) ($(/usr/bin/chromedriver --version | cut -d' ' -f1-2))"
 }
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$key" && -x "$VENV/bin/python" && -x "$node22" &&

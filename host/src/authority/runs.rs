@@ -287,6 +287,20 @@ impl Host {
         Ok(run)
     }
 
+    /// How many runs wait for approval now (expired ones not counted): the
+    /// console's badge, one indexed count.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// println!("{} waiting", host.pending_approvals()?);
+    /// # Ok(()) }
+    /// ```
+    pub fn pending_approvals(&self) -> Result<u64, StateError> {
+        // Waiting runs and decisions are written at once, not through the
+        // writer: no flush needed.
+        Ok(lock(&self.inner.store).pending_run_count(now_ms())?)
+    }
+
     /// Whether `caller`'s MCP client may answer the confirmation of its
     /// own calls: the operator's always; a persona's only where the
     /// operator allowed it ([`Host::set_client_approval`]).

@@ -69,6 +69,12 @@ impl AppState {
         bool::from(token_digest(token).ct_eq(&self.inner.admin_digest))
     }
 
+    /// Whether `token` is the admin token (compared as digests, in
+    /// constant time): the console's sign-in.
+    pub(crate) fn is_admin_token(&self, token: &str) -> bool {
+        self.is_admin(token)
+    }
+
     /// The caller a request's bearer token stands for, or the response to
     /// send instead (401, or 500 if the state cannot be read).
     #[allow(clippy::result_large_err)] // the rejection is the response itself

@@ -91,6 +91,10 @@ pub(crate) struct StateInner {
     stopping: CancellationToken,
     /// In-flight MCP requests.
     in_flight: TaskTracker,
+    /// The console's signed-in browsers.
+    console: crate::front::console::session::Sessions,
+    /// The console's live streams open now.
+    console_live: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The state every route gets: the host, and what authentication needs.
@@ -111,6 +115,21 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
+    /// The console's sessions.
+    pub(crate) fn console_sessions(&self) -> &crate::front::console::session::Sessions {
+        &self.inner.console
+    }
+
+    /// A console live stream's place, or `None` with `max` open.
+    pub(crate) fn console_live_slot(&self, max: usize) -> Option<Listening> {
+        Listening::start(&self.inner.console_live, max)
+    }
+
+    /// Cancelled when the server begins to shut down.
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.inner.stopping.clone()
+    }
+
     /// The host.
     ///
     /// ```no_run
@@ -320,7 +339,7 @@ fn too_many(why: String) -> Response {
 }
 
 /// A listening stream open (counted while alive).
-struct Listening(Arc<std::sync::atomic::AtomicUsize>);
+pub(crate) struct Listening(Arc<std::sync::atomic::AtomicUsize>);
 
 impl Listening {
     /// Counts one more stream, or `None` at the cap.
@@ -568,12 +587,15 @@ impl HttpServerBuilder {
                 mcp_ct: CancellationToken::new(),
                 stopping: CancellationToken::new(),
                 in_flight: TaskTracker::new(),
+                console: Default::default(),
+                console_live: Arc::default(),
             }),
         };
         let guarded = Router::new()
             .route("/mcp", any(mcp))
             .route("/metrics", get(metrics))
             .nest("/api", self.api)
+            .merge(crate::front::console::router())
             .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
         let router = Router::new()
             .route("/healthz", get(healthz))

@@ -1,0 +1,510 @@
+//! The operator's console: server-rendered pages at `/` of `serve --http`.
+//!
+//! Pages are [askama](https://docs.rs/askama) templates (`host/templates/console/`):
+//! checked against their Rust types when the crate compiles, so a page
+//! cannot name a field that does not exist, and HTML-escaped by default,
+//! so a tool argument, a description or a server's stderr is always shown
+//! as text. No page inserts a string as HTML and no link leaves our own
+//! routes. Core actions are plain forms that work without JavaScript;
+//! `static/console.js` only keeps the approval queue and the badge live
+//! (an `EventSource` on `/live`). CSS and JS are ours, embedded in the
+//! binary.
+//!
+//! Every console response carries a strict `Content-Security-Policy` (no
+//! inline script or style, nothing from elsewhere, `frame-ancestors
+//! 'none'`), `X-Content-Type-Options: nosniff`, `Referrer-Policy:
+//! same-origin` (`no-referrer` would make the browser send `Origin: null`
+//! with our own forms, which the guard refuses) and `Cache-Control:
+//! no-store`. The routes sit behind the
+//! server's Host/Origin guard (a cross-site form POST carries a foreign
+//! `Origin` and is refused there); a signed-in session ([`session`]) is
+//! needed for every page but the sign-in, and every POST must echo the
+//! session's CSRF token. Only the admin token signs in; a persona token is
+//! refused (and the refusal audited, as every refusal here is).
+//!
+//! The console talks only to [`crate::Host`], through the same methods
+//! as the CLI and `/api` (an approval here is `Host::approve_by` with
+//! `Decider::operator("console")`).
+
+mod live;
+pub(crate) mod session;
+mod views;
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::front::http::AppState;
+use crate::{Caller, Decider, ErrorKind, HostError, RunFilter};
+use session::Session;
+use views::{Nav, Pending, RunView};
+
+/// The console's routes (merged into the HTTP server's guarded router).
+pub(crate) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(home))
+        .route("/sign-in", get(sign_in_page).post(sign_in))
+        .route("/sign-out", post(sign_out))
+        .route("/approvals", get(approvals))
+        .route("/approvals/queue", get(queue))
+        .route("/approvals/{run}/approve", post(approve))
+        .route("/approvals/{run}/deny", post(deny))
+        .route("/runs/{run}", get(run))
+        .route("/live", get(live::live))
+        .route("/static/console.css", get(css))
+        .route("/static/console.js", get(js))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::limits::CONSOLE_MAX_FORM_BYTES,
+        ))
+        .layer(axum::middleware::from_fn(security_headers))
+}
+
+/// The policy every console response carries (see the module docs).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+                   base-uri 'none'";
+
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// A page, rendered; a template error (a bug) is a 500 saying so.
+fn page(t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            )],
+            html,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the console could not render this page: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+/// A page explaining what went wrong, with `status`.
+fn problem(status: StatusCode, nav: Option<Nav>, message: String, back: &'static str) -> Response {
+    let heading = match status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::CONFLICT => "Already decided",
+        StatusCode::FORBIDDEN => "Refused",
+        StatusCode::BAD_REQUEST => "Not accepted",
+        _ => "Something went wrong",
+    };
+    let mut resp = page(&views::Problem {
+        nav,
+        heading,
+        message,
+        back,
+    });
+    *resp.status_mut() = status;
+    resp
+}
+
+/// The status a host error maps to on a console page.
+fn status_of(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::Invalid => StatusCode::BAD_REQUEST,
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::Unreachable => StatusCode::BAD_GATEWAY,
+        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The signed-in session of a request, or the redirect to the sign-in.
+#[allow(clippy::result_large_err)] // the rejection is the response itself
+fn signed_in(st: &AppState, headers: &HeaderMap) -> Result<Session, Response> {
+    st.console_sessions()
+        .find(headers)
+        .ok_or_else(|| Redirect::to("/sign-in").into_response())
+}
+
+/// A POST's session with its CSRF token checked; a missing session or a
+/// wrong token is refused (and audited) before anything happens.
+#[allow(clippy::result_large_err)] // the rejection is the response itself
+fn form_session(
+    st: &AppState,
+    headers: &HeaderMap,
+    csrf: &str,
+    what: &str,
+) -> Result<Session, Response> {
+    let why = match st.console_sessions().find(headers) {
+        Some(s) if s.csrf_matches(csrf) => return Ok(s),
+        Some(_) => "the form's CSRF token is not this session's: reload the page and try again",
+        None => "not signed in to the console (or the session ended): sign in again",
+    };
+    st.host().refused(&Caller::Operator, "", what, why);
+    Err(problem(StatusCode::FORBIDDEN, None, why.to_string(), "/"))
+}
+
+/// The navigation bar of a signed-in page.
+async fn nav(st: &AppState, session: &Session, page: &'static str) -> Nav {
+    let host = st.host().clone();
+    let pending = tokio::task::spawn_blocking(move || host.pending_approvals())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(0);
+    Nav {
+        page,
+        pending,
+        csrf: session.csrf.clone(),
+    }
+}
+
+async fn home(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    match signed_in(&st, &headers) {
+        Ok(_) => Redirect::to("/approvals").into_response(),
+        Err(to_sign_in) => to_sign_in,
+    }
+}
+
+async fn sign_in_page(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    if st.console_sessions().find(&headers).is_some() {
+        return Redirect::to("/approvals").into_response();
+    }
+    page(&views::SignIn {
+        nav: None,
+        error: None,
+    })
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    #[serde(default)]
+    token: String,
+}
+
+async fn sign_in(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    form: Result<axum::Form<SignInForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    let token = form.map(|f| f.0.token).unwrap_or_default();
+    let token = token.trim();
+    let refuse = |caller: Caller, why: &str| {
+        st.host().refused(&caller, "", "console sign-in", why);
+        let mut resp = page(&views::SignIn {
+            nav: None,
+            error: Some(why.to_string()),
+        });
+        *resp.status_mut() = StatusCode::UNAUTHORIZED;
+        resp
+    };
+    if !st.is_admin_token(token) {
+        let persona = match st.host().token_persona(token) {
+            Ok(p) => p,
+            Err(e) => {
+                return problem(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    None,
+                    format!("cannot check the token: {e}"),
+                    "/sign-in",
+                );
+            }
+        };
+        return match persona {
+            Some(p) => refuse(
+                Caller::persona(p),
+                "a persona token cannot sign in to the console: use the admin token (the data \
+                 dir's `admin_token` file)",
+            ),
+            None => refuse(
+                Caller::Operator,
+                "that is not the admin token (the data dir's `admin_token` file)",
+            ),
+        };
+    }
+    let (id, _) = match st.console_sessions().start() {
+        Ok(s) => s,
+        Err(e) => {
+            return problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                None,
+                format!("{e:#}"),
+                "/sign-in",
+            );
+        }
+    };
+    let mut resp = Redirect::to("/approvals").into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session::set_cookie(&id, behind_tls(&headers)),
+    );
+    resp
+}
+
+/// Whether the browser reached us over TLS: a proxy in front that
+/// terminates it says so (`serve --http` itself speaks plain HTTP).
+fn behind_tls(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn sign_out(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    form: Result<axum::Form<CsrfForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    if let Err(resp) = form_session(&st, &headers, &csrf, "console sign-out") {
+        return resp;
+    }
+    st.console_sessions().end(&headers);
+    let mut resp = Redirect::to("/sign-in").into_response();
+    resp.headers_mut()
+        .insert(header::SET_COOKIE, session::clear_cookie());
+    resp
+}
+
+/// The waiting runs, newest first, as the queue shows them.
+async fn pending(st: &AppState) -> Result<Vec<Pending>, Response> {
+    let host = st.host().clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let page = host.run_page(&RunFilter {
+            pending_only: true,
+            limit: 100,
+            ..Default::default()
+        })?;
+        let specs = host.tool_specs(None).ok();
+        anyhow::Ok((page.runs, specs))
+    })
+    .await;
+    match found {
+        Ok(Ok((runs, specs))) => Ok(runs
+            .iter()
+            .map(|r| Pending::of(r, specs.as_deref()))
+            .collect()),
+        Ok(Err(e)) => Err(problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            format!("cannot read the waiting runs: {e:#}"),
+            "/",
+        )),
+        Err(e) => Err(problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            format!("the request's task failed: {e}"),
+            "/",
+        )),
+    }
+}
+
+async fn approvals(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let session = match signed_in(&st, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let pending = match pending(&st).await {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let nav = nav(&st, &session, "approvals").await;
+    page(&views::Approvals {
+        csrf: session.csrf.clone(),
+        nav: Some(nav),
+        pending,
+    })
+}
+
+/// The queue alone, for the page's live update.
+async fn queue(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let session = match signed_in(&st, &headers) {
+        Ok(s) => s,
+        Err(_) => return StatusCode::UNAUTHORIZED.into_response(),
+    };
+    match pending(&st).await {
+        Ok(pending) => page(&views::Queue {
+            csrf: session.csrf,
+            pending,
+        }),
+        Err(r) => r,
+    }
+}
+
+async fn approve(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+    form: Result<axum::Form<CsrfForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    let session = match form_session(&st, &headers, &csrf, "console approve") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let report = st
+        .host()
+        .approve_by(&run_id, &Decider::operator("console"))
+        .await;
+    let nav = nav(&st, &session, "approvals").await;
+    match report {
+        Ok(report) => {
+            let output = report
+                .output
+                .as_ref()
+                .and_then(|o| serde_json::to_string_pretty(o).ok());
+            show_run(
+                &st,
+                nav,
+                &run_id,
+                output,
+                Some("Approved: the call ran once."),
+            )
+            .await
+        }
+        Err(e) => problem(status_of(e.kind()), Some(nav), e.to_string(), "/approvals"),
+    }
+}
+
+async fn deny(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+    form: Result<axum::Form<CsrfForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    let session = match form_session(&st, &headers, &csrf, "console deny") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let host = st.host().clone();
+    let id = run_id.clone();
+    let denied = tokio::task::spawn_blocking(move || {
+        host.deny_by(&id, &Decider::operator("console"))
+            .map_err(|e| (status_of(e.kind()), e.to_string()))
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err((
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the request's task failed: {e}"),
+        ))
+    });
+    let nav = nav(&st, &session, "approvals").await;
+    match denied {
+        Ok(_) => {
+            show_run(
+                &st,
+                nav,
+                &run_id,
+                None,
+                Some("Denied: the call will not run."),
+            )
+            .await
+        }
+        Err((status, message)) => problem(status, Some(nav), message, "/approvals"),
+    }
+}
+
+async fn run(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+) -> Response {
+    let session = match signed_in(&st, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let nav = nav(&st, &session, "runs").await;
+    show_run(&st, nav, &run_id, None, None).await
+}
+
+/// A run's page (with its result when the caller has it: an approval just
+/// made).
+async fn show_run(
+    st: &AppState,
+    nav: Nav,
+    run_id: &str,
+    output: Option<String>,
+    notice: Option<&'static str>,
+) -> Response {
+    let host = st.host().clone();
+    let id = run_id.to_string();
+    let found = tokio::task::spawn_blocking(move || host.run(&id))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    match found {
+        Ok(Some(record)) => page(&views::Run {
+            nav: Some(nav),
+            notice,
+            run: RunView::of(&record, output),
+        }),
+        Ok(None) => problem(
+            StatusCode::NOT_FOUND,
+            Some(nav),
+            format!(
+                "there is no run {}",
+                crate::escape::escape_control(run_id, 64, false)
+            ),
+            "/approvals",
+        ),
+        Err(e) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(nav),
+            format!("cannot read the run: {e}"),
+            "/approvals",
+        ),
+    }
+}
+
+async fn css() -> Response {
+    static_file(
+        include_str!("static/console.css"),
+        "text/css; charset=utf-8",
+    )
+}
+
+async fn js() -> Response {
+    static_file(
+        include_str!("static/console.js"),
+        "text/javascript; charset=utf-8",
+    )
+}
+
+fn static_file(body: &'static str, kind: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(kind)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}

@@ -1,0 +1,340 @@
+//! What the console's templates show: one struct per page (its template
+//! named beside it) and the view of each record, made of plain strings so
+//! the template only places and escapes them.
+
+use std::sync::Arc;
+
+use askama::Template;
+
+use crate::limits::CONSOLE_ARGS_PREVIEW_CHARS;
+use crate::{Provider, RunRecord, ToolSpec};
+
+/// The bar atop every signed-in page.
+pub(crate) struct Nav {
+    /// Which page is current (`approvals`, `runs`).
+    pub page: &'static str,
+    /// How many calls wait for approval (the badge).
+    pub pending: u64,
+    /// The session's CSRF token (the sign-out form).
+    pub csrf: String,
+}
+
+/// The sign-in page.
+#[derive(Template)]
+#[template(path = "console/sign_in.html")]
+pub(crate) struct SignIn {
+    pub nav: Option<Nav>,
+    pub error: Option<String>,
+}
+
+/// The approval queue page.
+#[derive(Template)]
+#[template(path = "console/approvals.html")]
+pub(crate) struct Approvals {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub pending: Vec<Pending>,
+}
+
+/// The queue alone (the live update fetches it).
+#[derive(Template)]
+#[template(path = "console/queue.html")]
+pub(crate) struct Queue {
+    pub csrf: String,
+    pub pending: Vec<Pending>,
+}
+
+/// A run's page.
+#[derive(Template)]
+#[template(path = "console/run.html")]
+pub(crate) struct Run {
+    pub nav: Option<Nav>,
+    pub notice: Option<&'static str>,
+    pub run: RunView,
+}
+
+/// What went wrong.
+#[derive(Template)]
+#[template(path = "console/problem.html")]
+pub(crate) struct Problem {
+    pub nav: Option<Nav>,
+    pub heading: &'static str,
+    pub message: String,
+    /// One of our own routes.
+    pub back: &'static str,
+}
+
+/// A waiting call as the queue shows it.
+pub(crate) struct Pending {
+    pub run_id: String,
+    pub persona: String,
+    pub tool: String,
+    pub provider: String,
+    pub why: String,
+    pub created_iso: String,
+    pub age: String,
+    pub expires_in: String,
+    pub args_preview: String,
+    pub args_full: String,
+    pub args_len: usize,
+    pub truncated: bool,
+}
+
+impl Pending {
+    /// The view of a waiting run; `specs` (every registered tool) says why
+    /// it needs confirmation.
+    pub fn of(r: &RunRecord, specs: Option<&[Arc<ToolSpec>]>) -> Pending {
+        let now = crate::state::runs::now_ms();
+        let spec = specs.and_then(|s| s.iter().find(|s| s.name == r.tool));
+        let args_full = r
+            .args
+            .as_ref()
+            .and_then(|a| serde_json::to_string_pretty(a).ok())
+            .unwrap_or_else(|| "{}".to_string());
+        let args_len = args_full.chars().count();
+        let truncated = args_len > CONSOLE_ARGS_PREVIEW_CHARS;
+        let args_preview = if truncated {
+            let mut s: String = args_full.chars().take(CONSOLE_ARGS_PREVIEW_CHARS).collect();
+            s.push('…');
+            s
+        } else {
+            args_full.clone()
+        };
+        Pending {
+            run_id: r.run_id.clone(),
+            persona: persona_of(r.persona.as_deref()),
+            tool: r.tool.clone(),
+            provider: provider_of(&r.server),
+            why: why_it_waits(spec),
+            created_iso: iso(r.created_at_ms),
+            age: span(now.saturating_sub(r.created_at_ms)) + " ago",
+            expires_in: r
+                .expires_at_ms
+                .map(|t| span(t.saturating_sub(now)))
+                .unwrap_or_else(|| "never".into()),
+            args_preview,
+            args_full,
+            args_len,
+            truncated,
+        }
+    }
+}
+
+/// Why a tool's calls wait for an operator, from its registration.
+fn why_it_waits(spec: Option<&Arc<ToolSpec>>) -> String {
+    let Some(spec) = spec else {
+        return "the tool is no longer registered; approving it will fail".into();
+    };
+    let source = match &spec.provider {
+        Provider::Skill(_) => "its skill's manifest asks for confirmation",
+        _ => "its MCP server's configuration or annotations ask for confirmation",
+    };
+    let mut why = source.to_string();
+    if spec.mutates_data {
+        why.push_str("; it may change data");
+    }
+    if spec.open_world {
+        why.push_str("; it reaches beyond the host");
+    }
+    why
+}
+
+/// A run's page.
+pub(crate) struct RunView {
+    pub run_id: String,
+    pub tool: String,
+    pub persona: String,
+    pub provider: String,
+    pub outcome: String,
+    pub approval: Option<String>,
+    pub decided_by: Option<String>,
+    pub duration: Option<String>,
+    pub parent: Option<String>,
+    pub error: Option<String>,
+    pub output: Option<String>,
+    pub args: Option<String>,
+    pub refs: Vec<String>,
+    pub timeline: Vec<Moment>,
+}
+
+/// One line of a run's timeline.
+pub(crate) struct Moment {
+    pub iso: String,
+    pub what: String,
+}
+
+impl RunView {
+    /// The view of a run; `output` when the page has its result.
+    pub fn of(r: &RunRecord, output: Option<String>) -> RunView {
+        let mut timeline = vec![Moment {
+            iso: iso(r.created_at_ms),
+            what: match r.approval {
+                Some(_) => "called; waited for approval".into(),
+                None => "called".into(),
+            },
+        }];
+        if r.updated_at_ms != r.created_at_ms {
+            let what = match (&r.decided_by, r.outcome.as_str()) {
+                (Some(by), outcome) => format!("decided by {by}; now {outcome}"),
+                (None, outcome) => format!("ended {outcome}"),
+            };
+            timeline.push(Moment {
+                iso: iso(r.updated_at_ms),
+                what,
+            });
+        }
+        RunView {
+            run_id: r.run_id.clone(),
+            tool: r.tool.clone(),
+            persona: persona_of(r.persona.as_deref()),
+            provider: provider_of(&r.server),
+            outcome: r.outcome.as_str().to_string(),
+            approval: r.approval.map(|a| a.as_str().to_string()),
+            decided_by: r.decided_by.clone(),
+            duration: r.duration_ms.map(|d| format!("{d} ms")),
+            parent: r.parent_run_id.clone(),
+            error: r.error.clone(),
+            output,
+            args: r
+                .args
+                .as_ref()
+                .and_then(|a| serde_json::to_string_pretty(a).ok()),
+            refs: r.input_refs.clone(),
+            timeline,
+        }
+    }
+}
+
+fn persona_of(p: Option<&str>) -> String {
+    p.map(str::to_string)
+        .unwrap_or_else(|| "the operator".into())
+}
+
+fn provider_of(server: &str) -> String {
+    match server.strip_prefix("skill:") {
+        Some(skill) => format!("skill {skill}"),
+        None => format!("MCP server {server}"),
+    }
+}
+
+/// Unix ms as an ISO 8601 UTC time.
+fn iso(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 as a (year, month, day) of the proleptic
+/// Gregorian calendar (Howard Hinnant's `civil_from_days`).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A duration in ms, as a person says it (`12 s`, `3 min`, `2 h 5 min`).
+fn span(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_utc() {
+        assert_eq!(iso(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso(1_772_582_400_000), "2026-03-04T00:00:00Z");
+        assert_eq!(iso(951_782_400_000 + 3_723_000), "2000-02-29T01:02:03Z");
+    }
+
+    #[test]
+    fn spans_read_as_people_say_them() {
+        assert_eq!(span(-5), "0 s");
+        assert_eq!(span(59_999), "59 s");
+        assert_eq!(span(60_000), "1 min");
+        assert_eq!(span(7_500_000), "2 h 5 min");
+    }
+
+    #[test]
+    fn hostile_arguments_are_escaped_in_the_queue() {
+        let record = RunRecord {
+            run_id: "run_1".into(),
+            parent_run_id: None,
+            persona: Some("<b>ana</b>".into()),
+            tool: "x.<script>".into(),
+            server: "skill:x".into(),
+            outcome: crate::Outcome::WaitingApproval,
+            approval: Some(crate::Approval::Pending),
+            args: Some(serde_json::json!({"text": "<img src=x onerror=alert(1)>"})),
+            input_refs: vec![],
+            error: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            expires_at_ms: None,
+            decided_by: None,
+            duration_ms: None,
+        };
+        let html = Queue {
+            csrf: "c".into(),
+            pending: vec![Pending::of(&record, None)],
+        }
+        .render()
+        .expect("renders");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(!html.contains("<b>"), "{html}");
+        assert!(
+            html.contains("&#60;img src=x onerror=alert(1)&#62;"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn long_arguments_fold() {
+        let record = RunRecord {
+            run_id: "run_1".into(),
+            parent_run_id: None,
+            persona: None,
+            tool: "t".into(),
+            server: "s".into(),
+            outcome: crate::Outcome::WaitingApproval,
+            approval: None,
+            args: Some(serde_json::json!({"text": "x".repeat(5000)})),
+            input_refs: vec![],
+            error: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            expires_at_ms: None,
+            decided_by: None,
+            duration_ms: None,
+        };
+        let p = Pending::of(&record, None);
+        assert!(p.truncated);
+        assert_eq!(
+            p.args_preview.chars().count(),
+            CONSOLE_ARGS_PREVIEW_CHARS + 1
+        );
+        assert!(p.args_len > 5000);
+        assert_eq!(p.persona, "the operator");
+    }
+}

@@ -1,0 +1,600 @@
+//! The operator's console at `/` of `skillhost serve --http`: its security
+//! over raw HTTP (sign-in, cookie flags, CSRF, foreign origins, headers,
+//! persona tokens, the audit of every refusal), and the day of an
+//! operator in a real headless Chromium driven through chromedriver
+//! (WebDriver, `fantoccini`): sign in, a call by a persona's MCP client
+//! (the official Python SDK) shows in the queue without a reload, its
+//! hostile arguments shown as text, approve, the result on the run's page,
+//! sign out. Screenshots of each page go to `target/console-screenshots/`.
+
+mod common;
+use common::{
+    HttpServer, local_skills_data, python, repo, skillhost, start_http_with, stderr, stdout,
+};
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Persona `support` granted text-tools (`text.regex_replace` needs
+/// confirmation); its token.
+fn data_dir(work: &Path) -> (PathBuf, String) {
+    let data = local_skills_data(work, false);
+    for args in [
+        &["skills", "trust", "text-tools"][..],
+        &["personas", "add", "support"],
+        &["grants", "skill", "support", "text-tools", "on"],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let o = skillhost(&data, &["tokens", "add", "--persona", "support"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let token = stdout(&o)
+        .split_whitespace()
+        .find(|w| w.starts_with("skh_"))
+        .expect("a token")
+        .to_string();
+    (data, token)
+}
+
+fn start(data: &Path) -> HttpServer {
+    // Calls that need confirmation wait for the operator (the console).
+    start_http_with(data, 5, &["--no-elicitation"])
+}
+
+fn admin_token(data: &Path) -> String {
+    std::fs::read_to_string(data.join("admin_token"))
+        .expect("admin token")
+        .trim()
+        .to_string()
+}
+
+/// A response: status, headers (lower-case names) and body.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request with a form body (when `form` is given).
+fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    form: Option<&str>,
+) -> Reply {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nHost: 127.0.0.1:{port}\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    match form {
+        Some(body) => req.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )),
+        None => req.push_str("\r\n"),
+    }
+    s.write_all(req.as_bytes()).expect("send");
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// The CSRF token of the signed-in page at `path`.
+fn csrf_of(port: u16, cookie: &str, path: &str) -> String {
+    let r = request(port, "GET", path, &[("Cookie", cookie)], None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let at = r
+        .body
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a CSRF token")
+        + 19;
+    r.body[at..at + 64].to_string()
+}
+
+fn events(data: &Path) -> Vec<Value> {
+    let o = skillhost(data, &["runs", "events", "--json", "--limit", "500"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str::<Value>(&stdout(&o))
+        .expect("events JSON")
+        .as_array()
+        .expect("a list")
+        .clone()
+}
+
+/// The refusals recorded whose text mentions `what`: waits (bounded) for
+/// `at_least` (the writer commits them within a group commit).
+fn refusals(data: &Path, what: &str, at_least: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found: Vec<Value> = events(data)
+            .into_iter()
+            .filter(|e| e["kind"] == "refused" && e.to_string().contains(what))
+            .collect();
+        if found.len() >= at_least || Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn console_sign_in_csrf_and_headers_hold() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, persona_token) = data_dir(work.path());
+    let server = start(&data);
+    let port = server.port;
+    let admin = admin_token(&data);
+    let origin = format!("http://127.0.0.1:{port}");
+
+    // Not signed in: every page leads to the sign-in.
+    for path in ["/", "/approvals", "/runs/run_000000000000000000000000"] {
+        let r = request(port, "GET", path, &[], None);
+        assert_eq!(r.status, 303, "{path}");
+        assert_eq!(r.header("location"), Some("/sign-in"), "{path}");
+    }
+    let r = request(port, "GET", "/live", &[], None);
+    assert_eq!(r.status, 401);
+    let r = request(port, "GET", "/approvals/queue", &[], None);
+    assert_eq!(r.status, 401);
+
+    // The sign-in page: strict headers, no inline script or style.
+    let r = request(port, "GET", "/sign-in", &[], None);
+    assert_eq!(r.status, 200);
+    let csp = r.header("content-security-policy").expect("a CSP");
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "form-action 'self'",
+    ] {
+        assert!(csp.contains(part), "{csp}");
+    }
+    assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert!(
+        !r.body.contains("<script>") && !r.body.contains("style="),
+        "{}",
+        r.body
+    );
+
+    // A persona token cannot sign in; neither can a made-up one. Both are
+    // audited, neither sets a cookie.
+    for (token, says) in [
+        (persona_token.as_str(), "a persona token cannot sign in"),
+        (
+            "skh_0000000000000000000000000000000000000000000",
+            "not the admin token",
+        ),
+        ("", "not the admin token"),
+    ] {
+        let r = request(
+            port,
+            "POST",
+            "/sign-in",
+            &[("Origin", &origin)],
+            Some(&format!("token={token}")),
+        );
+        assert_eq!(r.status, 401, "{}", r.body);
+        assert!(r.header("set-cookie").is_none());
+        assert!(r.body.contains(says), "{}", r.body);
+        assert!(
+            !r.body.contains(token) || token.is_empty(),
+            "the token is echoed"
+        );
+    }
+    let refused = refusals(&data, "console sign-in", 3);
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert!(
+        refused.iter().any(|e| e["persona"] == "support"),
+        "{refused:?}"
+    );
+
+    // A sign-in from another site (foreign Origin) is refused before it is read.
+    let r = request(
+        port,
+        "POST",
+        "/sign-in",
+        &[("Origin", "http://evil.example")],
+        Some(&format!("token={admin}")),
+    );
+    assert_eq!(r.status, 403);
+    assert!(r.header("set-cookie").is_none());
+
+    // The admin token signs in: the cookie's flags.
+    let r = request(
+        port,
+        "POST",
+        "/sign-in",
+        &[("Origin", &origin)],
+        Some(&format!("token={admin}")),
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let set = r.header("set-cookie").expect("a cookie").to_string();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
+        assert!(set.contains(flag), "{set}");
+    }
+    assert!(!set.contains(&admin), "the cookie is not the token");
+    let cookie = set.split(';').next().expect("name=value").to_string();
+    // Behind a TLS proxy the cookie is Secure.
+    let r = request(
+        port,
+        "POST",
+        "/sign-in",
+        &[("Origin", &origin), ("X-Forwarded-Proto", "https")],
+        Some(&format!("token={admin}")),
+    );
+    assert!(
+        r.header("set-cookie")
+            .is_some_and(|c| c.contains("; Secure"))
+    );
+
+    // Signed in: the page never shows the token.
+    let r = request(port, "GET", "/approvals", &[("Cookie", &cookie)], None);
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("Nothing is waiting"), "{}", r.body);
+    assert!(!r.body.contains(&admin));
+
+    // A waiting call to decide.
+    let waiting = persona_call(
+        port,
+        &persona_token,
+        json!({"text": "a", "pattern": "a", "replacement": "#"}),
+    );
+
+    // Forms without the session's CSRF token, or from another site, do
+    // nothing.
+    let csrf = csrf_of(port, &cookie, "/approvals");
+    for (headers, form) in [
+        (
+            vec![("Cookie", cookie.as_str()), ("Origin", origin.as_str())],
+            String::new(),
+        ),
+        (
+            vec![("Cookie", cookie.as_str()), ("Origin", origin.as_str())],
+            format!("csrf={}", "0".repeat(64)),
+        ),
+        (vec![("Origin", origin.as_str())], format!("csrf={csrf}")),
+    ] {
+        for action in ["approve", "deny"] {
+            let r = request(
+                port,
+                "POST",
+                &format!("/approvals/{waiting}/{action}"),
+                &headers,
+                Some(&form),
+            );
+            assert_eq!(r.status, 403, "{action} {headers:?} {form}: {}", r.body);
+        }
+    }
+    let r = request(
+        port,
+        "POST",
+        &format!("/approvals/{waiting}/approve"),
+        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+        Some(&format!("csrf={csrf}")),
+    );
+    assert_eq!(r.status, 403);
+    assert!(refusals(&data, "console approve", 3).len() >= 3);
+    let o = skillhost(&data, &["runs", "show", &waiting, "--json"]);
+    let run: Value = serde_json::from_str(&stdout(&o)).expect("run JSON");
+    assert_eq!(run["approval"], "pending", "{run}");
+
+    // With the token: denied, by the console.
+    let r = request(
+        port,
+        "POST",
+        &format!("/approvals/{waiting}/deny"),
+        &[("Cookie", &cookie), ("Origin", &origin)],
+        Some(&format!("csrf={csrf}")),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("operator:console"), "{}", r.body);
+    // Twice: already decided.
+    let r = request(
+        port,
+        "POST",
+        &format!("/approvals/{waiting}/deny"),
+        &[("Cookie", &cookie), ("Origin", &origin)],
+        Some(&format!("csrf={csrf}")),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    // A run that does not exist.
+    let r = request(
+        port,
+        "GET",
+        "/runs/run_%3Cscript%3E",
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(r.status, 404);
+    assert!(!r.body.contains("<script>"), "{}", r.body);
+
+    // Sign out ends the session on the server: the old cookie opens nothing.
+    let r = request(
+        port,
+        "POST",
+        "/sign-out",
+        &[("Cookie", &cookie), ("Origin", &origin)],
+        Some(&format!("csrf={csrf}")),
+    );
+    assert_eq!(r.status, 303);
+    assert!(
+        r.header("set-cookie")
+            .is_some_and(|c| c.contains("Max-Age=0"))
+    );
+    let r = request(port, "GET", "/approvals", &[("Cookie", &cookie)], None);
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/sign-in"));
+    drop(server);
+}
+
+/// Calls `text.regex_replace` as persona `support` with the Python SDK
+/// client; the call waits for approval: its run id.
+fn persona_call(port: u16, token: &str, args: Value) -> String {
+    let calls = json!([{"tool": "text.regex_replace", "args": args}]);
+    let o = Command::new(python())
+        .arg(repo().join("tests/peers/http_calls.py"))
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .arg(token)
+        .arg("legacy")
+        .arg(calls.to_string())
+        .output()
+        .expect("run the Python client");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: Value = serde_json::from_str(out.lines().last().unwrap_or_default()).expect("JSON");
+    let result = &report[0]["result"];
+    assert_eq!(
+        result["structuredContent"]["status"], "waiting_approval",
+        "{report}"
+    );
+    result["structuredContent"]["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_string()
+}
+
+/// chromedriver on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn start_driver() -> Driver {
+    let exe = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect(
+            "chromedriver is not installed: tests/peers/install.sh installs Debian's chromium and \
+             chromium-driver (as root, or with sudo)",
+        );
+    let port = free_port();
+    let child = Command::new(exe)
+        .arg(format!("--port={port}"))
+        .arg("--allowed-ips=127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "chromedriver did not listen within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Driver { child, port }
+}
+
+async fn browser(driver: &Driver, profile: &Path) -> fantoccini::Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--window-size=1100,900",
+                format!("--user-data-dir={}", profile.display()),
+            ],
+        }),
+    );
+    fantoccini::ClientBuilder::rustls()
+        .expect("a TLS connector")
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a Chromium session")
+}
+
+fn screenshots() -> PathBuf {
+    let dir = repo().join("target/console-screenshots");
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    dir
+}
+
+async fn shot(c: &fantoccini::Client, name: &str) {
+    let png = c.screenshot().await.expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("save screenshot");
+}
+
+#[test]
+fn an_operator_approves_in_chromium() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, persona_token) = data_dir(work.path());
+    let server = start(&data);
+    let port = server.port;
+    let admin = admin_token(&data);
+    let driver = start_driver();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let profile = work.path().join("chromium-profile");
+    rt.block_on(async {
+        use fantoccini::Locator;
+        let c = browser(&driver, &profile).await;
+        let base = format!("http://127.0.0.1:{port}");
+
+        // Sign in.
+        c.goto(&format!("{base}/")).await.expect("open the console");
+        assert!(c.current_url().await.expect("url").path().ends_with("/sign-in"));
+        shot(&c, "sign-in").await;
+        let token = c.find(Locator::Css("#token")).await.expect("the token field");
+        token.send_keys(&admin).await.expect("type the token");
+        c.find(Locator::Css("form.sign-in button")).await.expect("button").click().await.expect("sign in");
+        let empty = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("p.empty")).await;
+        if empty.is_err() {
+            shot(&c, "failed-sign-in").await;
+            panic!(
+                "no empty queue after signing in: at {:?}: {}",
+                c.current_url().await.map(|u| u.to_string()),
+                c.source().await.unwrap_or_default()
+            );
+        }
+        assert_eq!(c.current_url().await.expect("url").path(), "/approvals");
+        // The token is nowhere in the browser's storage or the page.
+        let kept = c
+            .execute("return document.documentElement.outerHTML + JSON.stringify(localStorage) + document.cookie", vec![])
+            .await
+            .expect("read the page");
+        assert!(!kept.to_string().contains(&admin), "the token stays in the browser");
+
+        // A persona calls a tool that needs confirmation, with arguments
+        // that would run script if inserted as HTML.
+        let hostile = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>a";
+        let run_id = persona_call(port, &persona_token, json!({"text": hostile, "pattern": "a", "replacement": "#"}));
+        let called = Instant::now();
+        let card = c
+            .wait()
+            .at_most(Duration::from_secs(5))
+            .every(Duration::from_millis(20))
+            .for_element(Locator::Id(&run_id))
+            .await
+            .expect("the call shows in the queue without a reload");
+        let shown_after = called.elapsed();
+        assert!(shown_after < Duration::from_secs(1), "the queue took {shown_after:?}");
+        let badge = c.find(Locator::Id("pending-badge")).await.expect("badge").text().await.expect("text");
+        assert_eq!(badge.trim(), "1");
+        let args = card.find(Locator::Css("pre.args")).await.expect("args").text().await.expect("text");
+        assert!(args.contains("<img src=x onerror="), "{args}");
+        let images = c.execute("return document.images.length + document.querySelectorAll('#queue script').length", vec![]).await.expect("count");
+        assert_eq!(images, json!(0), "the arguments became markup");
+        assert_ne!(c.title().await.expect("title"), "pwned");
+        let card_text = card.text().await.expect("card text");
+        assert!(card_text.contains("support") && card_text.contains("text.regex_replace"), "{card_text}");
+        shot(&c, "approvals").await;
+
+        // Approve: the run executes once, its result on its page.
+        card.find(Locator::Css("button.approve")).await.expect("approve").click().await.expect("click");
+        let outcome = c
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Id("outcome"))
+            .await
+            .expect("the run's page");
+        assert_eq!(outcome.text().await.expect("outcome"), "ok");
+        let decided = c.find(Locator::Id("decided-by")).await.expect("decider").text().await.expect("text");
+        assert_eq!(decided, "operator:console");
+        let output = c.find(Locator::Id("run-output")).await.expect("result").text().await.expect("text");
+        assert!(output.contains("\"replacements\""), "{output}");
+        assert_ne!(c.title().await.expect("title"), "pwned");
+        shot(&c, "run").await;
+
+        // The queue empties, live.
+        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        c.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css("p.empty")).await.expect("empty queue");
+
+        // A narrow window still reads: nothing wider than the viewport.
+        c.set_window_size(380, 800).await.expect("resize");
+        let wide = c
+            .execute("return document.documentElement.scrollWidth <= window.innerWidth + 1", vec![])
+            .await
+            .expect("measure");
+        assert_eq!(wide, json!(true), "the page scrolls sideways on a narrow window");
+        shot(&c, "approvals-narrow").await;
+
+        // Sign out: back to the sign-in, and the pages are closed again.
+        c.find(Locator::Css("form.sign-out button")).await.expect("sign out").click().await.expect("click");
+        c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#token")).await.expect("the sign-in page");
+        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        assert!(c.current_url().await.expect("url").path().ends_with("/sign-in"));
+        c.close().await.expect("close the browser");
+    });
+
+    // Executed exactly once, decided by the console; the approval event
+    // names the operator.
+    let o = skillhost(
+        &data,
+        &["runs", "list", "--json", "--tool", "text.regex_replace"],
+    );
+    let runs: Value = serde_json::from_str(&stdout(&o)).expect("runs JSON");
+    let runs = runs.as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["outcome"], "ok");
+    assert_eq!(runs[0]["decided_by"], "operator:console");
+    let approvals: Vec<Value> = events(&data)
+        .into_iter()
+        .filter(|e| e["kind"] == "approval")
+        .collect();
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(approvals[0]["detail"]["decided_by"], "operator:console");
+    drop(server);
+}
