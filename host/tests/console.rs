@@ -598,3 +598,304 @@ fn an_operator_approves_in_chromium() {
     assert_eq!(approvals[0]["detail"]["decided_by"], "operator:console");
     drop(server);
 }
+
+/// `tests/peers/console_watch.py`: a persona's MCP client that prints its
+/// tools on connecting and after each `list_changed`; stopped when dropped.
+struct Watcher {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Watcher {
+    fn start(port: u16, token: &str) -> Watcher {
+        let mut child = Command::new(python())
+            .arg(repo().join("tests/peers/console_watch.py"))
+            .arg(format!("http://127.0.0.1:{port}/mcp"))
+            .arg(token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the watching client");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        Watcher { child, lines }
+    }
+
+    /// The next line (at most 15 s away).
+    fn next(&self) -> Value {
+        self.lines
+            .recv_timeout(Duration::from_secs(15))
+            .expect("the client reports within 15 s")
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tools_of(v: &Value) -> Vec<String> {
+    v["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .collect()
+}
+
+async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &str) {
+    use fantoccini::Locator;
+    c.goto(&format!("{base}/sign-in"))
+        .await
+        .expect("sign-in page");
+    c.find(Locator::Css("#token"))
+        .await
+        .expect("field")
+        .send_keys(admin)
+        .await
+        .expect("type");
+    c.find(Locator::Css("form.sign-in button"))
+        .await
+        .expect("button")
+        .click()
+        .await
+        .expect("click");
+    c.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#queue"))
+        .await
+        .expect("signed in");
+}
+
+#[test]
+fn grants_and_tokens_change_from_chromium() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, persona_token) = data_dir(work.path());
+    let server = start(&data);
+    let port = server.port;
+    let admin = admin_token(&data);
+    let driver = start_driver();
+    let watcher = Watcher::start(port, &persona_token);
+    let first = tools_of(&watcher.next());
+    assert!(first.iter().any(|t| t == "text.word_count"), "{first:?}");
+    assert!(!first.iter().any(|t| t.starts_with("json.")), "{first:?}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let profile = work.path().join("chromium-profile");
+    rt.block_on(async {
+        use fantoccini::Locator;
+        let c = browser(&driver, &profile).await;
+        let base = format!("http://127.0.0.1:{port}");
+        sign_in_browser(&c, &base, &admin).await;
+
+        // The matrix: support has text-tools, not json-tools.
+        c.goto(&format!("{base}/grants")).await.expect("grants");
+        let cell = |name: &'static str| {
+            let c = c.clone();
+            async move {
+                c.find(Locator::Css(&format!(
+                    "#persona-support td[data-kind=skill][data-name=\"{name}\"]"
+                )))
+                .await
+                .expect("the cell")
+            }
+        };
+        assert!(
+            cell("text-tools")
+                .await
+                .attr("class")
+                .await
+                .expect("class")
+                .unwrap_or_default()
+                .contains("granted")
+        );
+        let json_cell = cell("json-tools").await;
+        assert!(
+            json_cell
+                .attr("class")
+                .await
+                .expect("class")
+                .unwrap_or_default()
+                .contains("denied")
+        );
+        shot(&c, "grants").await;
+
+        // Grant json-tools: the connected client hears list_changed and
+        // lists the new tools.
+        json_cell
+            .find(Locator::Css("button"))
+            .await
+            .expect("grant")
+            .click()
+            .await
+            .expect("click");
+        c.wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css("table.grants"))
+            .await
+            .expect("the matrix again");
+        assert!(
+            cell("json-tools")
+                .await
+                .attr("class")
+                .await
+                .expect("class")
+                .unwrap_or_default()
+                .contains("granted")
+        );
+        let changed = watcher.next();
+        assert!(changed["changed"].as_u64().is_some(), "{changed}");
+        assert!(
+            tools_of(&changed).iter().any(|t| t.starts_with("json.")),
+            "{changed}"
+        );
+
+        // Revoke it: gone from the client's list.
+        cell("json-tools")
+            .await
+            .find(Locator::Css("button"))
+            .await
+            .expect("revoke")
+            .click()
+            .await
+            .expect("click");
+        c.wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css("table.grants"))
+            .await
+            .expect("the matrix again");
+        let changed = watcher.next();
+        assert!(
+            !tools_of(&changed).iter().any(|t| t.starts_with("json.")),
+            "{changed}"
+        );
+
+        // Personas: create one, mint its token (shown once), revoke it.
+        c.goto(&format!("{base}/personas")).await.expect("personas");
+        c.find(Locator::Id("new-persona"))
+            .await
+            .expect("field")
+            .send_keys("ana")
+            .await
+            .expect("type");
+        c.find(Locator::Id("new-description"))
+            .await
+            .expect("field")
+            .send_keys("<i>reviews</i>")
+            .await
+            .expect("type");
+        c.find(Locator::Css("form[action='/personas'] button"))
+            .await
+            .expect("create")
+            .click()
+            .await
+            .expect("click");
+        let row = c
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Id("persona-ana"))
+            .await
+            .expect("the new persona");
+        assert!(
+            row.text().await.expect("text").contains("<i>reviews</i>"),
+            "the description is shown as text"
+        );
+        c.find(Locator::Css("#token-persona option[value=ana]"))
+            .await
+            .expect("option")
+            .click()
+            .await
+            .expect("choose");
+        c.find(Locator::Id("token-label"))
+            .await
+            .expect("label")
+            .send_keys("laptop")
+            .await
+            .expect("type");
+        c.find(Locator::Css("form[action='/tokens'] button"))
+            .await
+            .expect("mint")
+            .click()
+            .await
+            .expect("click");
+        let minted = c
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Id("minted-token"))
+            .await
+            .expect("the token");
+        let token = minted.text().await.expect("token");
+        assert!(token.starts_with("skh_"), "{token}");
+        assert!(
+            !c.current_url()
+                .await
+                .expect("url")
+                .as_str()
+                .contains(&token),
+            "the token is in the URL"
+        );
+        shot(&c, "personas").await;
+        // Shown once: the page again does not have it.
+        c.goto(&format!("{base}/personas")).await.expect("personas");
+        assert!(!c.source().await.expect("source").contains(&token));
+        let o = skillhost(&data, &["tokens", "list", "--json"]);
+        let tokens: Value = serde_json::from_str(&stdout(&o)).expect("tokens JSON");
+        let ana: Vec<&Value> = tokens
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|t| t["persona"] == "ana")
+            .collect();
+        assert_eq!(ana.len(), 1, "{tokens}");
+        let id = ana[0]["id"].as_i64().expect("id");
+        c.find(Locator::Css(&format!("#token-{id} button")))
+            .await
+            .expect("revoke")
+            .click()
+            .await
+            .expect("click");
+        c.wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Id("persona-ana"))
+            .await
+            .expect("back");
+        assert!(
+            c.find(Locator::Id(&format!("token-{id}"))).await.is_err(),
+            "the token is still listed"
+        );
+
+        // The runs list and its filter.
+        c.goto(&format!("{base}/runs?outcome=ok&persona=%3Cscript%3E"))
+            .await
+            .expect("runs");
+        assert!(c.find(Locator::Css("p.empty")).await.is_ok());
+        shot(&c, "runs").await;
+        c.close().await.expect("close the browser");
+    });
+    // The revoked token no longer works.
+    let o = skillhost(&data, &["tokens", "list", "--json"]);
+    assert!(!stdout(&o).contains("\"ana\""), "{}", stdout(&o));
+    drop(watcher);
+    drop(server);
+}

@@ -59,6 +59,22 @@ impl Outcome {
         }
     }
 
+    /// Every outcome, in the order a list of them shows.
+    ///
+    /// ```
+    /// assert!(skillhost::Outcome::ALL.contains(&skillhost::Outcome::Ok));
+    /// ```
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Ok,
+        Outcome::Error,
+        Outcome::Timeout,
+        Outcome::Denied,
+        Outcome::WaitingApproval,
+        Outcome::Running,
+        Outcome::Trapped,
+        Outcome::InputRequired,
+    ];
+
     fn parse(s: &str) -> Outcome {
         match s {
             "ok" => Outcome::Ok,

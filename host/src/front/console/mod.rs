@@ -26,13 +26,17 @@
 //! as the CLI and `/api` (an approval here is `Host::approve_by` with
 //! `Decider::operator("console")`).
 
+mod approvals;
+mod grants;
 mod live;
+mod personas;
+mod runs;
 pub(crate) mod session;
 mod views;
 
 use askama::Template;
 use axum::Router;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -40,9 +44,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::front::http::AppState;
-use crate::{Caller, Decider, ErrorKind, HostError, RunFilter};
+use crate::{Caller, ErrorKind};
 use session::Session;
-use views::{Nav, Pending, RunView};
+use views::Nav;
 
 /// The console's routes (merged into the HTTP server's guarded router).
 pub(crate) fn router() -> Router<AppState> {
@@ -50,11 +54,17 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/", get(home))
         .route("/sign-in", get(sign_in_page).post(sign_in))
         .route("/sign-out", post(sign_out))
-        .route("/approvals", get(approvals))
-        .route("/approvals/queue", get(queue))
-        .route("/approvals/{run}/approve", post(approve))
-        .route("/approvals/{run}/deny", post(deny))
-        .route("/runs/{run}", get(run))
+        .route("/approvals", get(approvals::page))
+        .route("/approvals/queue", get(approvals::queue))
+        .route("/approvals/{run}/approve", post(approvals::approve))
+        .route("/approvals/{run}/deny", post(approvals::deny))
+        .route("/runs", get(runs::list))
+        .route("/runs/{run}", get(approvals::run))
+        .route("/grants", get(grants::matrix).post(grants::change))
+        .route("/personas", get(personas::list).post(personas::add))
+        .route("/personas/{persona}/remove", post(personas::remove))
+        .route("/tokens", post(personas::mint))
+        .route("/tokens/{id}/revoke", post(personas::revoke))
         .route("/live", get(live::live))
         .route("/static/console.css", get(css))
         .route("/static/console.js", get(js))
@@ -91,7 +101,7 @@ async fn security_headers(req: Request, next: Next) -> Response {
 }
 
 /// A page, rendered; a template error (a bug) is a 500 saying so.
-fn page(t: &impl Template) -> Response {
+pub(super) fn page(t: &impl Template) -> Response {
     match t.render() {
         Ok(html) => (
             [(
@@ -110,7 +120,12 @@ fn page(t: &impl Template) -> Response {
 }
 
 /// A page explaining what went wrong, with `status`.
-fn problem(status: StatusCode, nav: Option<Nav>, message: String, back: &'static str) -> Response {
+pub(super) fn problem(
+    status: StatusCode,
+    nav: Option<Nav>,
+    message: String,
+    back: &'static str,
+) -> Response {
     let heading = match status {
         StatusCode::NOT_FOUND => "Not found",
         StatusCode::CONFLICT => "Already decided",
@@ -129,7 +144,7 @@ fn problem(status: StatusCode, nav: Option<Nav>, message: String, back: &'static
 }
 
 /// The status a host error maps to on a console page.
-fn status_of(kind: ErrorKind) -> StatusCode {
+pub(super) fn status_of(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::Invalid => StatusCode::BAD_REQUEST,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
@@ -141,7 +156,7 @@ fn status_of(kind: ErrorKind) -> StatusCode {
 
 /// The signed-in session of a request, or the redirect to the sign-in.
 #[allow(clippy::result_large_err)] // the rejection is the response itself
-fn signed_in(st: &AppState, headers: &HeaderMap) -> Result<Session, Response> {
+pub(super) fn signed_in(st: &AppState, headers: &HeaderMap) -> Result<Session, Response> {
     st.console_sessions()
         .find(headers)
         .ok_or_else(|| Redirect::to("/sign-in").into_response())
@@ -150,7 +165,7 @@ fn signed_in(st: &AppState, headers: &HeaderMap) -> Result<Session, Response> {
 /// A POST's session with its CSRF token checked; a missing session or a
 /// wrong token is refused (and audited) before anything happens.
 #[allow(clippy::result_large_err)] // the rejection is the response itself
-fn form_session(
+pub(super) fn form_session(
     st: &AppState,
     headers: &HeaderMap,
     csrf: &str,
@@ -166,7 +181,7 @@ fn form_session(
 }
 
 /// The navigation bar of a signed-in page.
-async fn nav(st: &AppState, session: &Session, page: &'static str) -> Nav {
+pub(super) async fn nav(st: &AppState, session: &Session, page: &'static str) -> Nav {
     let host = st.host().clone();
     let pending = tokio::task::spawn_blocking(move || host.pending_approvals())
         .await
@@ -206,7 +221,7 @@ struct SignInForm {
 async fn sign_in(
     State(st): State<AppState>,
     headers: HeaderMap,
-    form: Result<axum::Form<SignInForm>, axum::extract::rejection::FormRejection>,
+    form: FormOf<SignInForm>,
 ) -> Response {
     let token = form.map(|f| f.0.token).unwrap_or_default();
     let token = token.trim();
@@ -270,16 +285,31 @@ fn behind_tls(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"))
 }
 
+/// A form that carries only the session's CSRF token.
 #[derive(Deserialize)]
-struct CsrfForm {
+pub(super) struct CsrfForm {
     #[serde(default)]
-    csrf: String,
+    pub csrf: String,
+}
+
+/// A form body, or its rejection (read as an empty form: the CSRF check
+/// then refuses it).
+pub(super) type FormOf<T> = Result<axum::Form<T>, axum::extract::rejection::FormRejection>;
+
+/// Runs `f` (the database) on the blocking pool; a failed task is an
+/// error like any other.
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(format!("the request's task failed: {e}")))
 }
 
 async fn sign_out(
     State(st): State<AppState>,
     headers: HeaderMap,
-    form: Result<axum::Form<CsrfForm>, axum::extract::rejection::FormRejection>,
+    form: FormOf<CsrfForm>,
 ) -> Response {
     let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
     if let Err(resp) = form_session(&st, &headers, &csrf, "console sign-out") {
@@ -290,198 +320,6 @@ async fn sign_out(
     resp.headers_mut()
         .insert(header::SET_COOKIE, session::clear_cookie());
     resp
-}
-
-/// The waiting runs, newest first, as the queue shows them.
-async fn pending(st: &AppState) -> Result<Vec<Pending>, Response> {
-    let host = st.host().clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let page = host.run_page(&RunFilter {
-            pending_only: true,
-            limit: 100,
-            ..Default::default()
-        })?;
-        let specs = host.tool_specs(None).ok();
-        anyhow::Ok((page.runs, specs))
-    })
-    .await;
-    match found {
-        Ok(Ok((runs, specs))) => Ok(runs
-            .iter()
-            .map(|r| Pending::of(r, specs.as_deref()))
-            .collect()),
-        Ok(Err(e)) => Err(problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            format!("cannot read the waiting runs: {e:#}"),
-            "/",
-        )),
-        Err(e) => Err(problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            format!("the request's task failed: {e}"),
-            "/",
-        )),
-    }
-}
-
-async fn approvals(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let pending = match pending(&st).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let nav = nav(&st, &session, "approvals").await;
-    page(&views::Approvals {
-        csrf: session.csrf.clone(),
-        nav: Some(nav),
-        pending,
-    })
-}
-
-/// The queue alone, for the page's live update.
-async fn queue(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(_) => return StatusCode::UNAUTHORIZED.into_response(),
-    };
-    match pending(&st).await {
-        Ok(pending) => page(&views::Queue {
-            csrf: session.csrf,
-            pending,
-        }),
-        Err(r) => r,
-    }
-}
-
-async fn approve(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    Path(run_id): Path<String>,
-    form: Result<axum::Form<CsrfForm>, axum::extract::rejection::FormRejection>,
-) -> Response {
-    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console approve") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let report = st
-        .host()
-        .approve_by(&run_id, &Decider::operator("console"))
-        .await;
-    let nav = nav(&st, &session, "approvals").await;
-    match report {
-        Ok(report) => {
-            let output = report
-                .output
-                .as_ref()
-                .and_then(|o| serde_json::to_string_pretty(o).ok());
-            show_run(
-                &st,
-                nav,
-                &run_id,
-                output,
-                Some("Approved: the call ran once."),
-            )
-            .await
-        }
-        Err(e) => problem(status_of(e.kind()), Some(nav), e.to_string(), "/approvals"),
-    }
-}
-
-async fn deny(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    Path(run_id): Path<String>,
-    form: Result<axum::Form<CsrfForm>, axum::extract::rejection::FormRejection>,
-) -> Response {
-    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console deny") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let host = st.host().clone();
-    let id = run_id.clone();
-    let denied = tokio::task::spawn_blocking(move || {
-        host.deny_by(&id, &Decider::operator("console"))
-            .map_err(|e| (status_of(e.kind()), e.to_string()))
-    })
-    .await
-    .unwrap_or_else(|e| {
-        Err((
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the request's task failed: {e}"),
-        ))
-    });
-    let nav = nav(&st, &session, "approvals").await;
-    match denied {
-        Ok(_) => {
-            show_run(
-                &st,
-                nav,
-                &run_id,
-                None,
-                Some("Denied: the call will not run."),
-            )
-            .await
-        }
-        Err((status, message)) => problem(status, Some(nav), message, "/approvals"),
-    }
-}
-
-async fn run(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    Path(run_id): Path<String>,
-) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let nav = nav(&st, &session, "runs").await;
-    show_run(&st, nav, &run_id, None, None).await
-}
-
-/// A run's page (with its result when the caller has it: an approval just
-/// made).
-async fn show_run(
-    st: &AppState,
-    nav: Nav,
-    run_id: &str,
-    output: Option<String>,
-    notice: Option<&'static str>,
-) -> Response {
-    let host = st.host().clone();
-    let id = run_id.to_string();
-    let found = tokio::task::spawn_blocking(move || host.run(&id))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
-    match found {
-        Ok(Some(record)) => page(&views::Run {
-            nav: Some(nav),
-            notice,
-            run: RunView::of(&record, output),
-        }),
-        Ok(None) => problem(
-            StatusCode::NOT_FOUND,
-            Some(nav),
-            format!(
-                "there is no run {}",
-                crate::escape::escape_control(run_id, 64, false)
-            ),
-            "/approvals",
-        ),
-        Err(e) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(nav),
-            format!("cannot read the run: {e}"),
-            "/approvals",
-        ),
-    }
 }
 
 async fn css() -> Response {

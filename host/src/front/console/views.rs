@@ -64,6 +64,194 @@ pub(crate) struct Problem {
     pub back: &'static str,
 }
 
+/// The grants matrix.
+#[derive(Template)]
+#[template(path = "console/grants.html")]
+pub(crate) struct Grants {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub rows: Vec<GrantRow>,
+    pub skills: Vec<String>,
+    pub servers: Vec<ServerColumn>,
+    /// Whether MCP grants may change now (every enabled server connected).
+    pub mcp_ready: bool,
+}
+
+/// An MCP server's column.
+pub(crate) struct ServerColumn {
+    pub name: String,
+    /// Granted to every persona (`*`).
+    pub global: bool,
+}
+
+/// A persona's row.
+pub(crate) struct GrantRow {
+    pub persona: String,
+    pub skills: Vec<GrantCell>,
+    pub servers: Vec<GrantCell>,
+    /// The tools the persona sees now.
+    pub tools: Vec<String>,
+}
+
+/// One cell: where the grant stands and what its toggle does.
+pub(crate) struct GrantCell {
+    /// `skill` or `mcp` (the form's `kind`).
+    pub kind: &'static str,
+    pub name: String,
+    /// `granted`, `denied`, `everyone` (the server's `*`), `suspended`.
+    pub state: &'static str,
+    /// What the cell says.
+    pub label: String,
+    /// The toggle: grant (`true`) or revoke; none for `everyone`.
+    pub toggle: Option<bool>,
+    /// The toggle button's accessible name.
+    pub action: String,
+}
+
+impl GrantCell {
+    /// A skill's cell.
+    pub fn skill(persona: &str, name: &str, granted: bool, suspended: Option<String>) -> GrantCell {
+        let (state, label) = match (granted, &suspended) {
+            (true, _) => ("granted", "granted".to_string()),
+            (false, Some(to)) => ("suspended", format!("suspended (given to {to})")),
+            (false, None) => ("denied", "denied".to_string()),
+        };
+        GrantCell {
+            kind: "skill",
+            name: name.to_string(),
+            state,
+            label,
+            toggle: Some(!granted),
+            action: if granted {
+                format!("Revoke skill {name} from {persona}")
+            } else {
+                format!("Grant skill {name} to {persona}")
+            },
+        }
+    }
+
+    /// An MCP server's cell.
+    pub fn server(persona: &str, name: &str, global: bool, authorized: bool) -> GrantCell {
+        let (state, label, toggle) = match (global, authorized) {
+            (true, _) => ("everyone", "everyone (*)".to_string(), None),
+            (false, true) => ("granted", "granted".to_string(), Some(false)),
+            (false, false) => ("denied", "denied".to_string(), Some(true)),
+        };
+        GrantCell {
+            kind: "mcp",
+            name: name.to_string(),
+            state,
+            label,
+            toggle,
+            action: if authorized {
+                format!("Revoke MCP server {name} from {persona}")
+            } else {
+                format!("Grant MCP server {name} to {persona}")
+            },
+        }
+    }
+}
+
+/// Personas and tokens.
+#[derive(Template)]
+#[template(path = "console/personas.html")]
+pub(crate) struct Personas {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub personas: Vec<PersonaView>,
+    pub tokens: Vec<TokenView>,
+    /// A token just minted: shown this once.
+    pub minted: Option<Minted>,
+}
+
+/// A token just minted.
+pub(crate) struct Minted {
+    pub token: String,
+    pub persona: String,
+}
+
+/// A persona's line.
+pub(crate) struct PersonaView {
+    pub id: String,
+    pub description: String,
+    pub client_approval: bool,
+    pub tokens: usize,
+    pub created: String,
+}
+
+impl PersonaView {
+    /// The view of `p`, counting its tokens.
+    pub fn of(p: &crate::Persona, tokens: &[crate::TokenInfo]) -> PersonaView {
+        PersonaView {
+            id: p.id.clone(),
+            description: p.description.clone(),
+            client_approval: p.client_approval,
+            tokens: tokens.iter().filter(|t| t.persona == p.id).count(),
+            created: iso(p.created_at.saturating_mul(1000)),
+        }
+    }
+}
+
+/// A token's line (never the token: its first characters).
+pub(crate) struct TokenView {
+    pub id: i64,
+    pub prefix: String,
+    pub persona: String,
+    pub label: String,
+    pub created: String,
+}
+
+impl TokenView {
+    /// The view of `t`.
+    pub fn of(t: &crate::TokenInfo) -> TokenView {
+        TokenView {
+            id: t.id,
+            prefix: t.prefix.clone(),
+            persona: t.persona.clone(),
+            label: t.label.clone(),
+            created: iso(t.created_at.saturating_mul(1000)),
+        }
+    }
+}
+
+/// The runs list.
+#[derive(Template)]
+#[template(path = "console/runs.html")]
+pub(crate) struct Runs {
+    pub nav: Option<Nav>,
+    pub rows: Vec<RunRow>,
+    /// The next page's cursor.
+    pub next: Option<String>,
+    pub persona: String,
+    pub tool: String,
+    pub outcome: &'static str,
+    pub outcomes: Vec<&'static str>,
+}
+
+/// A run in the list.
+pub(crate) struct RunRow {
+    pub run_id: String,
+    pub when: String,
+    pub persona: String,
+    pub tool: String,
+    pub outcome: &'static str,
+    pub duration: String,
+}
+
+impl RunRow {
+    /// The view of `r`.
+    pub fn of(r: &RunRecord) -> RunRow {
+        RunRow {
+            run_id: r.run_id.clone(),
+            when: iso(r.created_at_ms),
+            persona: persona_of(r.persona.as_deref()),
+            tool: r.tool.clone(),
+            outcome: r.outcome.as_str(),
+            duration: r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_default(),
+        }
+    }
+}
+
 /// A waiting call as the queue shows it.
 pub(crate) struct Pending {
     pub run_id: String,

@@ -1,0 +1,235 @@
+//! Personas and their tokens: create and remove a persona, mint a token
+//! (shown once, on the page that answers the form, never in a URL),
+//! revoke one. The same `Host` methods as `skillhost personas` and
+//! `skillhost tokens`.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::views::{self, Minted, PersonaView, TokenView};
+use super::{CsrfForm, FormOf, form_session, nav, page, problem, signed_in, status_of};
+use crate::front::http::AppState;
+use crate::{ErrorKind, HostError};
+
+/// `GET /personas`.
+pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let session = match signed_in(&st, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    show(&st, &session, None).await
+}
+
+/// The page, with a token just minted when there is one.
+async fn show(
+    st: &AppState,
+    session: &super::session::Session,
+    minted: Option<Minted>,
+) -> Response {
+    let host = st.host().clone();
+    let found = super::blocking(move || {
+        let personas = host.personas().map_err(|e| e.to_string())?;
+        let tokens = host.tokens().map_err(|e| e.to_string())?;
+        Ok((personas, tokens))
+    })
+    .await;
+    let nav = nav(st, session, "personas").await;
+    match found {
+        Ok((personas, tokens)) => page(&views::Personas {
+            nav: Some(nav),
+            csrf: session.csrf.clone(),
+            personas: personas
+                .iter()
+                .map(|p| PersonaView::of(p, &tokens))
+                .collect(),
+            tokens: tokens.iter().map(TokenView::of).collect(),
+            minted,
+        }),
+        Err(e) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(nav),
+            format!("cannot read the personas: {e}"),
+            "/personas",
+        ),
+    }
+}
+
+/// What `POST /personas` sends.
+#[derive(Deserialize)]
+pub(super) struct AddPersona {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    description: String,
+}
+
+/// Runs a host change on the blocking pool; its error with its kind.
+async fn change<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, (ErrorKind, String)> + Send + 'static,
+) -> Result<T, (ErrorKind, String)> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err((
+            ErrorKind::Internal,
+            format!("the request's task failed: {e}"),
+        ))
+    })
+}
+
+fn kind_of<E: HostError + std::fmt::Display>(e: E) -> (ErrorKind, String) {
+    (e.kind(), e.to_string())
+}
+
+/// `POST /personas`: a new persona (it sees nothing until granted).
+pub(super) async fn add(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    form: FormOf<AddPersona>,
+) -> Response {
+    let Ok(axum::Form(form)) = form else {
+        return refused_form(&st, &headers).await;
+    };
+    let session = match form_session(&st, &headers, &form.csrf, "console add persona") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let host = st.host().clone();
+    let done = change(move || {
+        match host
+            .add_persona(form.id.trim(), form.description.trim())
+            .map_err(kind_of)?
+        {
+            true => Ok(()),
+            false => Err((
+                ErrorKind::Conflict,
+                format!(
+                    "a persona `{}` exists already",
+                    crate::escape::escape_control(form.id.trim(), 64, false)
+                ),
+            )),
+        }
+    })
+    .await;
+    after(&st, &session, done, "/personas").await
+}
+
+/// `POST /personas/{persona}/remove`.
+pub(super) async fn remove(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(persona): Path<String>,
+    form: FormOf<CsrfForm>,
+) -> Response {
+    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    let session = match form_session(&st, &headers, &csrf, "console remove persona") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let host = st.host().clone();
+    let done = change(move || host.remove_persona(&persona).map_err(kind_of)).await;
+    after(&st, &session, done, "/personas").await
+}
+
+/// What `POST /tokens` sends.
+#[derive(Deserialize)]
+pub(super) struct MintToken {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    persona: String,
+    #[serde(default)]
+    label: String,
+}
+
+/// `POST /tokens`: a new token for a persona, shown once on the page this
+/// answers with.
+pub(super) async fn mint(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    form: FormOf<MintToken>,
+) -> Response {
+    let Ok(axum::Form(form)) = form else {
+        return refused_form(&st, &headers).await;
+    };
+    let session = match form_session(&st, &headers, &form.csrf, "console mint token") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let host = st.host().clone();
+    let persona = form.persona.trim().to_string();
+    let label = form.label.trim().to_string();
+    let done = change(move || host.add_token(&persona, &label).map_err(kind_of)).await;
+    match done {
+        Ok((token, info)) => {
+            show(
+                &st,
+                &session,
+                Some(Minted {
+                    token,
+                    persona: info.persona,
+                }),
+            )
+            .await
+        }
+        Err(e) => after(&st, &session, Err::<(), _>(e), "/personas").await,
+    }
+}
+
+/// `POST /tokens/{id}/revoke`.
+pub(super) async fn revoke(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: FormOf<CsrfForm>,
+) -> Response {
+    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    let session = match form_session(&st, &headers, &csrf, "console revoke token") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let Ok(id) = id.parse::<i64>() else {
+        let nav = nav(&st, &session, "personas").await;
+        return problem(
+            StatusCode::NOT_FOUND,
+            Some(nav),
+            "there is no such token".into(),
+            "/personas",
+        );
+    };
+    let host = st.host().clone();
+    let done = change(move || host.remove_token(id).map_err(kind_of)).await;
+    after(&st, &session, done, "/personas").await
+}
+
+/// Back to `to` after a change, or the page saying why it failed.
+async fn after<T>(
+    st: &AppState,
+    session: &super::session::Session,
+    done: Result<T, (ErrorKind, String)>,
+    to: &'static str,
+) -> Response {
+    match done {
+        Ok(_) => Redirect::to(to).into_response(),
+        Err((kind, message)) => {
+            let nav = nav(st, session, "personas").await;
+            problem(status_of(kind), Some(nav), message, to)
+        }
+    }
+}
+
+/// A form that could not be read: refused like one without its CSRF
+/// token (nothing is done).
+async fn refused_form(st: &AppState, headers: &HeaderMap) -> Response {
+    match form_session(st, headers, "", "console form") {
+        Ok(_) => problem(
+            StatusCode::BAD_REQUEST,
+            None,
+            "the form could not be read".into(),
+            "/personas",
+        ),
+        Err(r) => r,
+    }
+}
