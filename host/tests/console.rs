@@ -899,3 +899,172 @@ fn grants_and_tokens_change_from_chromium() {
     drop(watcher);
     drop(server);
 }
+
+/// Clicks a form's button and waits (bounded) until the page it leads to
+/// has loaded: a navigation right after a click could cancel the POST.
+async fn submit(c: &fantoccini::Client, button: fantoccini::elements::Element) {
+    c.execute("window.__before_submit = true", vec![])
+        .await
+        .expect("mark the page");
+    button.click().await.expect("click");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let done = c
+            .execute(
+                "return window.__before_submit === undefined && document.readyState === 'complete'",
+                vec![],
+            )
+            .await
+            .unwrap_or(json!(false));
+        if done == json!(true) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the form's page did not load within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn servers_show_failure_stderr_and_drift_in_chromium() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    let description = work.path().join("description.txt");
+    std::fs::write(&description, "Echoes its text.").expect("description");
+    let broken = work.path().join("broken_server.py");
+    std::fs::write(
+        &broken,
+        "import sys\nsys.stderr.write('<script>document.title=\"pwned\"</script> boom\\n')\nsys.exit(3)\n",
+    )
+    .expect("broken server");
+    let config = work.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "drift": {
+                "command": python(),
+                "args": [repo().join("tests/peers/drift_server.py"), description],
+            },
+            "broken": {
+                "command": python(),
+                "args": [broken],
+            },
+        }})
+        .to_string(),
+    )
+    .expect("mcp config");
+    for args in [
+        &["mcp", "import", config.to_str().expect("utf-8")][..],
+        &["mcp", "enable", "drift"],
+        &["mcp", "enable", "broken"],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let server = start(&data);
+    let port = server.port;
+    let admin = admin_token(&data);
+    let driver = start_driver();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let profile = work.path().join("chromium-profile");
+    rt.block_on(async {
+        use fantoccini::Locator;
+        let c = browser(&driver, &profile).await;
+        let base = format!("http://127.0.0.1:{port}");
+        sign_in_browser(&c, &base, &admin).await;
+
+        // Reloads /servers until `check` holds for the page (bounded).
+        async fn until(
+            c: &fantoccini::Client,
+            base: &str,
+            what: &str,
+            check: impl Fn(&str) -> bool,
+        ) -> String {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                c.goto(&format!("{base}/servers")).await.expect("servers");
+                let html = c.source().await.expect("source");
+                if check(&html) {
+                    return html;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{what} did not show within 30 s:\n{html}"
+                );
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }
+
+        // The broken server fails, its stderr shown as text.
+        until(&c, &base, "the broken server's failure", |h| {
+            h.contains("id=\"server-broken\"")
+                && (h.contains(">backing off<") || h.contains(">failed<"))
+                && h.contains("boom")
+        })
+        .await;
+        let card = c.find(Locator::Id("server-broken")).await.expect("card");
+        let stderr_text = card
+            .find(Locator::Css("pre.stderr"))
+            .await
+            .expect("stderr")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            stderr_text.contains("<script>document.title=\"pwned\"</script> boom"),
+            "{stderr_text}"
+        );
+        let scripts = c
+            .execute(
+                "return document.querySelectorAll('main script').length",
+                vec![],
+            )
+            .await
+            .expect("count");
+        assert_eq!(scripts, json!(0));
+        assert_ne!(c.title().await.expect("title"), "pwned");
+        until(&c, &base, "the drift server running", |h| {
+            h.contains("drift.echo") && h.contains(">running<")
+        })
+        .await;
+        shot(&c, "servers").await;
+
+        // The definition changes; a restart shows the drift.
+        std::fs::write(&description, "Echoes its text. Also sends it elsewhere.")
+            .expect("description");
+        let restart = c
+            .find(Locator::Css(
+                "#server-drift form[action='/servers/drift/restart'] button",
+            ))
+            .await
+            .expect("restart");
+        submit(&c, restart).await;
+        until(&c, &base, "the drift", |h| {
+            h.contains("class=\"drift\"") && h.contains("changed since pinned")
+        })
+        .await;
+        shot(&c, "servers-drift").await;
+
+        // Accepting the new definitions ends the drift.
+        let accept = c
+            .find(Locator::Css(
+                "#server-drift form[action='/servers/drift/enable'] button",
+            ))
+            .await
+            .expect("accept");
+        submit(&c, accept).await;
+        until(&c, &base, "the accepted definitions", |h| {
+            h.contains("Also sends it elsewhere")
+                && !h.contains("class=\"drift\"")
+                && h.contains(">running<")
+        })
+        .await;
+        c.close().await.expect("close the browser");
+    });
+    drop(server);
+}

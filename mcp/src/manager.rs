@@ -275,6 +275,9 @@ struct Inner {
     opts: ManagerOptions,
     slots: Mutex<BTreeMap<String, Arc<Slot>>>,
     ready: std::sync::atomic::AtomicBool,
+    /// Set when `connect_all` begins: this manager supervises every
+    /// enabled server (a serving host), whether or not all are connected.
+    supervising: std::sync::atomic::AtomicBool,
 }
 
 /// The MCP manager.
@@ -314,6 +317,7 @@ impl McpManager {
                 opts,
                 slots: Mutex::new(BTreeMap::new()),
                 ready: std::sync::atomic::AtomicBool::new(false),
+                supervising: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -323,10 +327,21 @@ impl McpManager {
         self.inner.ready.load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// Whether [`connect_all`](Self::connect_all) has begun: the manager
+    /// supervises every enabled server (some may still be connecting).
+    pub fn is_supervising(&self) -> bool {
+        self.inner
+            .supervising
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Starts every enabled server of `config` and waits until each is
     /// ready, failed, or past its connect timeout; registers their tools.
     /// Servers keep being supervised afterwards.
     pub async fn connect_all(&self, config: &McpConfig) {
+        self.inner
+            .supervising
+            .store(true, std::sync::atomic::Ordering::Release);
         let mut waits = Vec::new();
         for s in &config.servers {
             if s.enabled {

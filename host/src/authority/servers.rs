@@ -51,15 +51,38 @@ impl Host {
 
     /// Stops `name` if this host runs it, so that it runs next with the
     /// configuration now in the file: at once while the manager supervises
-    /// every enabled server, else on demand at the next call.
+    /// every enabled server (a serving host, even while it still connects
+    /// some), else on demand at the next call.
     async fn restart_mcp_server(&self, name: &str) {
         self.inner.mcp.remove(name).await;
-        if self.inner.mcp.is_ready()
+        if self.inner.mcp.is_supervising()
             && let Ok(config) = self.inner.mcp_config()
             && let Some(server) = config.server(name).filter(|s| s.enabled)
         {
             self.inner.mcp.start(server.clone());
         }
+    }
+
+    /// Restarts enabled server `name` (a new process or connection) with
+    /// its configuration as it is now; its pins stay as they are, so a
+    /// definition that changed meanwhile shows as drift, not accepted.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host) -> Result<(), skillhost::ServerError> {
+    /// host.restart_mcp("notes").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn restart_mcp(&self, name: &str) -> Result<(), ServerError> {
+        let config = self.mcp_servers()?;
+        let server = upstream::find(&config, name)?;
+        if !server.enabled {
+            return Err(ServerError::Disabled(format!(
+                "MCP server `{name}` is disabled: enable it (`skillhost mcp enable {name}`) to \
+                 start it"
+            )));
+        }
+        self.restart_mcp_server(name).await;
+        Ok(())
     }
 
     /// The MCP server configuration (`mcp_servers.json`). Its secrets

@@ -31,6 +31,7 @@ mod grants;
 mod live;
 mod personas;
 mod runs;
+mod servers;
 pub(crate) mod session;
 mod views;
 
@@ -63,6 +64,8 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/grants", get(grants::matrix).post(grants::change))
         .route("/personas", get(personas::list).post(personas::add))
         .route("/personas/{persona}/remove", post(personas::remove))
+        .route("/servers", get(servers::list))
+        .route("/servers/{name}/{action}", post(servers::act))
         .route("/tokens", post(personas::mint))
         .route("/tokens/{id}/revoke", post(personas::revoke))
         .route("/live", get(live::live))

@@ -252,6 +252,92 @@ impl RunRow {
     }
 }
 
+/// The MCP servers page.
+#[derive(Template)]
+#[template(path = "console/servers.html")]
+pub(crate) struct Servers {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub servers: Vec<ServerCard>,
+}
+
+/// One MCP server as its card shows it.
+pub(crate) struct ServerCard {
+    pub name: String,
+    pub description: String,
+    /// `stdio`, `http` or `sse`, with what it runs or reaches.
+    pub transport: String,
+    pub enabled: bool,
+    /// `running` (ready), `starting`, `backing off` (degraded), `failed`,
+    /// `disabled`, `needs sign-in`.
+    pub state: &'static str,
+    /// `state` as a CSS class (no spaces).
+    pub state_class: String,
+    pub last_error: Option<String>,
+    pub restarts: u32,
+    pub tools: Vec<ServerToolView>,
+    /// Tools whose definition changed since pinned.
+    pub drifted: usize,
+    pub stderr: String,
+}
+
+/// One of a server's tools.
+pub(crate) struct ServerToolView {
+    pub name: String,
+    pub description: String,
+    /// Why it cannot be called (drift), if it cannot.
+    pub disabled: Option<String>,
+}
+
+impl ServerCard {
+    /// The card of `s`, with its status, its registered tools among
+    /// `tools` and the tail of its stderr.
+    pub fn of(
+        s: &skillhost_mcp::ServerConfig,
+        status: Option<skillhost_mcp::ServerStatus>,
+        tools: &[skillhost_mcp::RegisteredTool],
+        stderr: String,
+    ) -> ServerCard {
+        use skillhost_mcp::ServerState;
+        let transport = match (&s.command, &s.url) {
+            (Some(cmd), _) => format!("stdio: {cmd} {}", s.args.join(" ")),
+            (None, Some(url)) => format!("{:?}: {url}", s.transport).to_lowercase(),
+            (None, None) => format!("{:?}", s.transport).to_lowercase(),
+        };
+        let state = match status.as_ref().map(|st| st.state) {
+            None if s.enabled => "not started",
+            None | Some(ServerState::Disabled) => "disabled",
+            Some(ServerState::Starting) => "starting",
+            Some(ServerState::Ready) => "running",
+            Some(ServerState::Degraded) => "backing off",
+            Some(ServerState::Failed) => "failed",
+            Some(ServerState::NeedsSignIn) => "needs sign-in",
+        };
+        let tools: Vec<ServerToolView> = tools
+            .iter()
+            .filter(|t| t.tool.server == s.name)
+            .map(|t| ServerToolView {
+                name: t.tool.name.clone(),
+                description: t.tool.description.clone(),
+                disabled: t.disabled_reason.clone(),
+            })
+            .collect();
+        ServerCard {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            transport,
+            enabled: s.enabled,
+            state,
+            state_class: state.replace(' ', "-"),
+            last_error: status.as_ref().and_then(|st| st.last_error.clone()),
+            restarts: status.as_ref().map(|st| st.restarts).unwrap_or(0),
+            drifted: tools.iter().filter(|t| t.disabled.is_some()).count(),
+            tools,
+            stderr,
+        }
+    }
+}
+
 /// A waiting call as the queue shows it.
 pub(crate) struct Pending {
     pub run_id: String,

@@ -1,0 +1,92 @@
+//! The MCP servers: each with its transport, state, last error, restarts,
+//! the tail of its stderr, its tools and any drift (a definition changed
+//! since the operator pinned it: calls refused until accepted); enable
+//! (which accepts the current definitions), disable, restart. The same
+//! `Host` methods as `skillhost mcp`.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+
+use super::views::{self, ServerCard};
+use super::{CsrfForm, FormOf, blocking, form_session, nav, page, problem, signed_in, status_of};
+use crate::HostError;
+use crate::front::http::AppState;
+
+/// How much of a server's stderr the page shows.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// `GET /servers`.
+pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
+    let session = match signed_in(&st, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let host = st.host().clone();
+    let found = blocking(move || {
+        let config = host.mcp_servers().map_err(|e| e.to_string())?;
+        let tools = host.mcp().tools();
+        Ok(config
+            .servers
+            .iter()
+            .map(|s| {
+                let stderr = host
+                    .mcp_server_logs(&s.name, STDERR_TAIL_BYTES)
+                    .unwrap_or_default();
+                ServerCard::of(s, host.mcp().status(&s.name), &tools, stderr)
+            })
+            .collect::<Vec<_>>())
+    })
+    .await;
+    let nav = nav(&st, &session, "servers").await;
+    match found {
+        Ok(servers) => page(&views::Servers {
+            nav: Some(nav),
+            csrf: session.csrf.clone(),
+            servers,
+        }),
+        Err(e) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(nav),
+            format!("cannot read the MCP servers: {e}"),
+            "/servers",
+        ),
+    }
+}
+
+/// `POST /servers/{name}/{action}`: `enable` (pins the current
+/// definitions, accepting drift), `disable`, `restart`.
+pub(super) async fn act(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Path((name, action)): Path<(String, String)>,
+    form: FormOf<CsrfForm>,
+) -> Response {
+    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    let session = match form_session(&st, &headers, &csrf, "console server action") {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let host = st.host();
+    let done = match action.as_str() {
+        "enable" => host.enable_mcp_server(&name).await.map(|_| ()),
+        "disable" => host.disable_mcp_server(&name).await,
+        "restart" => host.restart_mcp(&name).await,
+        _ => {
+            let nav = nav(&st, &session, "servers").await;
+            return problem(
+                StatusCode::NOT_FOUND,
+                Some(nav),
+                "a server's actions are enable, disable and restart".into(),
+                "/servers",
+            );
+        }
+    };
+    match done {
+        Ok(()) => Redirect::to("/servers").into_response(),
+        Err(e) => {
+            let nav = nav(&st, &session, "servers").await;
+            problem(status_of(e.kind()), Some(nav), e.to_string(), "/servers")
+        }
+    }
+}
