@@ -500,6 +500,11 @@ pub const CONSOLE_MAX_LIVE_STREAMS: usize = 32;
 /// with 64 KiB arguments, `MAX_WAITING_ARGS_BYTES`).
 pub const CONSOLE_ARGS_PREVIEW_CHARS: usize = 600;
 
+/// Verified bundles the console keeps for an install the operator has not
+/// confirmed yet (one per session; the oldest goes beyond it): each may be
+/// up to 25 MiB (`MAX_ARCHIVE_BYTES`).
+pub const CONSOLE_MAX_UPLOADS: usize = 4;
+
 /// The most form bytes a console POST may send (a sign-in token, a
 /// reason, a CSRF token): anything longer is not a console form.
 pub const CONSOLE_MAX_FORM_BYTES: usize = 16 << 10;

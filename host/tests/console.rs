@@ -1068,3 +1068,234 @@ fn servers_show_failure_stderr_and_drift_in_chromium() {
     });
     drop(server);
 }
+
+#[test]
+fn skills_page_acts_through_the_host_and_refuses_what_it_cannot() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    let server = start(&data);
+    let port = server.port;
+    let origin = format!("http://127.0.0.1:{port}");
+    let admin = admin_token(&data);
+    let r = request(
+        port,
+        "POST",
+        "/sign-in",
+        &[("Origin", &origin)],
+        Some(&format!("token={admin}")),
+    );
+    let cookie = r
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .expect("a session")
+        .to_string();
+    let csrf = csrf_of(port, &cookie, "/skills");
+    let page = request(port, "GET", "/skills", &[("Cookie", &cookie)], None);
+    assert!(
+        page.body.contains("id=\"skill-json-tools\"")
+            && page.body.contains("id=\"skill-text-tools\""),
+        "{}",
+        page.body
+    );
+    let post = |path: &str, form: String| {
+        request(
+            port,
+            "POST",
+            path,
+            &[("Cookie", cookie.as_str()), ("Origin", origin.as_str())],
+            Some(&form),
+        )
+    };
+
+    // Disable, through the host: the CLI sees it.
+    let r = post("/skills/json-tools/disable", format!("csrf={csrf}"));
+    assert_eq!(r.status, 303, "{}", r.body);
+    let o = skillhost(&data, &["skills", "list", "--json"]);
+    let skills: Value = serde_json::from_str(&stdout(&o)).expect("skills JSON");
+    let json_tools = skills
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|s| s["name"] == "json-tools")
+        .expect("json-tools")
+        .clone();
+    assert_eq!(json_tools["enabled"], false, "{json_tools}");
+    assert_eq!(
+        post("/skills/json-tools/enable", format!("csrf={csrf}")).status,
+        303
+    );
+
+    // What cannot be done is refused with the reason, and nothing changes.
+    let r = post("/skills/json-tools/uninstall", format!("csrf={csrf}"));
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.body.contains("not a managed install"), "{}", r.body);
+    let r = post(
+        "/skills/json-tools/rollback",
+        format!("csrf={csrf}&version=1.0.0"),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    let r = post("/skills/json-tools/explode", format!("csrf={csrf}"));
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = post("/skills/%3Cscript%3E/enable", format!("csrf={csrf}"));
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(!r.body.contains("<script>"), "{}", r.body);
+    // Without the CSRF token nothing happens.
+    let r = post("/skills/json-tools/disable", "csrf=".to_string());
+    assert_eq!(r.status, 403);
+    let o = skillhost(&data, &["skills", "list", "--json"]);
+    assert!(
+        !stdout(&o).contains("\"enabled\": false") && !stdout(&o).contains("\"enabled\":false"),
+        "{}",
+        stdout(&o)
+    );
+    drop(server);
+}
+
+/// The hostile test skill (not a built-in) packed, unsigned, at `version`.
+fn hostile_bundle(work: &Path, version: &str) -> PathBuf {
+    use skillhost_test_plugins as art;
+    let dir = work.join(format!("hostile-{version}"));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let manifest =
+        std::fs::read_to_string(Path::new(art::HOSTILE_DIR).join("skill.yaml")).expect("manifest");
+    let manifest = manifest.replacen("version: 0.1.0", &format!("version: {version}"), 1);
+    std::fs::write(dir.join("skill.yaml"), manifest).expect("write manifest");
+    std::fs::copy(art::HOSTILE_WASM_PATH, dir.join("hostile.wasm")).expect("component");
+    let (bytes, _) = skillhost::pack_dir(&dir, None).expect("pack");
+    let path = work.join(format!("hostile-{version}.skill"));
+    std::fs::write(&path, bytes).expect("write bundle");
+    path
+}
+
+#[test]
+fn a_bundle_is_verified_installed_rolled_back_and_uninstalled_from_chromium() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    let v1 = hostile_bundle(work.path(), "0.1.0");
+    let v2 = hostile_bundle(work.path(), "0.2.0");
+    let tampered = work.path().join("tampered.skill");
+    let mut bytes = std::fs::read(&v2).expect("bundle");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xff;
+    std::fs::write(&tampered, bytes).expect("tampered");
+    let server = start(&data);
+    let port = server.port;
+    let admin = admin_token(&data);
+    let driver = start_driver();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let profile = work.path().join("chromium-profile");
+    rt.block_on(async {
+        use fantoccini::Locator;
+        let c = browser(&driver, &profile).await;
+        let base = format!("http://127.0.0.1:{port}");
+        sign_in_browser(&c, &base, &admin).await;
+
+        async fn upload(c: &fantoccini::Client, base: &str, file: &Path) {
+            c.goto(&format!("{base}/skills")).await.expect("skills");
+            c.find(Locator::Id("bundle"))
+                .await
+                .expect("file field")
+                .send_keys(&file.display().to_string())
+                .await
+                .expect("choose the file");
+            let verify = c
+                .find(Locator::Css("form.upload button"))
+                .await
+                .expect("verify");
+            submit(c, verify).await;
+        }
+        async fn install(c: &fantoccini::Client) {
+            c.find(Locator::Id("allow-untrusted"))
+                .await
+                .expect("checkbox")
+                .click()
+                .await
+                .expect("tick");
+            let button = c
+                .find(Locator::Css("form[action='/skills/install'] button"))
+                .await
+                .expect("install");
+            submit(c, button).await;
+        }
+        async fn card_text(c: &fantoccini::Client) -> String {
+            match c.find(Locator::Id("skill-hostile")).await {
+                Ok(card) => card.text().await.expect("text"),
+                Err(_) => String::new(),
+            }
+        }
+
+        // A tampered bundle is refused, saying why; nothing is installed.
+        upload(&c, &base, &tampered).await;
+        let source = c.source().await.expect("source");
+        assert!(source.contains("the bundle was refused"), "{source}");
+        c.goto(&format!("{base}/skills")).await.expect("skills");
+        assert!(card_text(&c).await.is_empty());
+
+        // Verify, see what it is, then install.
+        upload(&c, &base, &v1).await;
+        assert_eq!(
+            c.find(Locator::Id("verified-name"))
+                .await
+                .expect("name")
+                .text()
+                .await
+                .expect("t"),
+            "hostile"
+        );
+        assert_eq!(
+            c.find(Locator::Id("verified-signer"))
+                .await
+                .expect("signer")
+                .text()
+                .await
+                .expect("t"),
+            "unsigned"
+        );
+        shot(&c, "skills-verify").await;
+        install(&c).await;
+        let text = card_text(&c).await;
+        assert!(
+            text.contains("0.1.0") && text.contains("untrusted"),
+            "{text}"
+        );
+
+        // A newer version, then a rollback to the first.
+        upload(&c, &base, &v2).await;
+        install(&c).await;
+        let text = card_text(&c).await;
+        assert!(
+            text.contains("0.2.0 · managed") && text.contains("Roll back to 0.1.0"),
+            "{text}"
+        );
+        shot(&c, "skills").await;
+        let rollback = c
+            .find(Locator::Css(
+                "#skill-hostile form[action='/skills/hostile/rollback'] button",
+            ))
+            .await
+            .expect("rollback");
+        submit(&c, rollback).await;
+        let text = card_text(&c).await;
+        assert!(
+            text.contains("0.1.0 · managed") && !text.contains("Roll back"),
+            "{text}"
+        );
+
+        // Uninstall: gone.
+        let uninstall = c
+            .find(Locator::Css(
+                "#skill-hostile form[action='/skills/hostile/uninstall'] button",
+            ))
+            .await
+            .expect("uninstall");
+        submit(&c, uninstall).await;
+        assert!(card_text(&c).await.is_empty());
+        c.close().await.expect("close the browser");
+    });
+    let o = skillhost(&data, &["skills", "list", "--json"]);
+    assert!(!stdout(&o).contains("\"hostile\""), "{}", stdout(&o));
+    drop(server);
+}

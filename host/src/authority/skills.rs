@@ -120,6 +120,18 @@ impl Host {
         Ok(self.inner.registry()?.source_problems.clone())
     }
 
+    /// Every installed bundle version (managed installs), by name then
+    /// version: what a rollback can return to.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// for r in host.installed_skills()? { println!("{}@{}", r.name, r.version); }
+    /// # Ok(()) }
+    /// ```
+    pub fn installed_skills(&self) -> Result<Vec<crate::InstalledRecord>, StateError> {
+        Ok(lock(&self.inner.store).installed()?)
+    }
+
     /// Enables or disables a skill by name.
     ///
     /// ```no_run

@@ -33,6 +33,7 @@ mod personas;
 mod runs;
 mod servers;
 pub(crate) mod session;
+mod skills;
 mod views;
 
 use askama::Template;
@@ -64,6 +65,15 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/grants", get(grants::matrix).post(grants::change))
         .route("/personas", get(personas::list).post(personas::add))
         .route("/personas/{persona}/remove", post(personas::remove))
+        .route("/skills", get(skills::list))
+        .route(
+            "/skills/verify",
+            post(skills::verify).layer(axum::extract::DefaultBodyLimit::max(
+                crate::bundle::MAX_ARCHIVE_BYTES as usize + 64 * 1024,
+            )),
+        )
+        .route("/skills/install", post(skills::install))
+        .route("/skills/{name}/{action}", post(skills::act))
         .route("/servers", get(servers::list))
         .route("/servers/{name}/{action}", post(servers::act))
         .route("/tokens", post(personas::mint))

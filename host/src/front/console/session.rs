@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::limits::{CONSOLE_MAX_SESSIONS, CONSOLE_SESSION_TTL};
+use crate::limits::{CONSOLE_MAX_SESSIONS, CONSOLE_MAX_UPLOADS, CONSOLE_SESSION_TTL};
 
 /// The console's cookie.
 pub(crate) const COOKIE: &str = "skillhost_console";
@@ -35,10 +35,15 @@ struct Entry {
     started: Instant,
 }
 
-/// The open console sessions (see the module docs).
+/// The open console sessions (see the module docs), and the bundles
+/// uploaded for verification, waiting for the operator's install.
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
     open: Mutex<HashMap<[u8; 32], Entry>>,
+    /// Verified uploads, oldest first: (the session's CSRF token, the
+    /// bundle's digest, its bytes). At most [`CONSOLE_MAX_UPLOADS`], one
+    /// per session.
+    uploads: Mutex<std::collections::VecDeque<(String, String, Vec<u8>)>>,
 }
 
 impl Sessions {
@@ -88,6 +93,27 @@ impl Sessions {
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&digest(id));
         }
+    }
+
+    /// Keeps a verified bundle for `session`'s install (replacing its
+    /// earlier one; the oldest of another session goes at the cap).
+    pub fn stash_upload(&self, session: &Session, digest: &str, bytes: Vec<u8>) {
+        let mut uploads = self.uploads.lock().unwrap_or_else(|e| e.into_inner());
+        uploads.retain(|(csrf, _, _)| *csrf != session.csrf);
+        while uploads.len() >= CONSOLE_MAX_UPLOADS {
+            uploads.pop_front();
+        }
+        uploads.push_back((session.csrf.clone(), digest.to_string(), bytes));
+    }
+
+    /// The bundle `session` verified, if its digest is `digest`: taken
+    /// (an install uses it once).
+    pub fn take_upload(&self, session: &Session, digest: &str) -> Option<Vec<u8>> {
+        let mut uploads = self.uploads.lock().unwrap_or_else(|e| e.into_inner());
+        let at = uploads
+            .iter()
+            .position(|(csrf, d, _)| *csrf == session.csrf && d == digest)?;
+        uploads.remove(at).map(|(_, _, bytes)| bytes)
     }
 
     /// How many sessions are open.
@@ -187,6 +213,23 @@ mod tests {
         }
         assert_eq!(s.len(), CONSOLE_MAX_SESSIONS);
         assert!(s.find(&with_cookie(&first)).is_none());
+    }
+
+    #[test]
+    fn an_upload_is_taken_once_and_only_by_its_session() {
+        let s = Sessions::default();
+        let (_, mine) = s.start().expect("start");
+        let (_, other) = s.start().expect("start");
+        s.stash_upload(&mine, "d1", vec![1]);
+        assert!(s.take_upload(&other, "d1").is_none());
+        assert!(s.take_upload(&mine, "d2").is_none());
+        assert_eq!(s.take_upload(&mine, "d1"), Some(vec![1]));
+        assert!(s.take_upload(&mine, "d1").is_none(), "taken twice");
+        for i in 0..CONSOLE_MAX_UPLOADS + 2 {
+            let (_, each) = s.start().expect("start");
+            s.stash_upload(&each, &i.to_string(), vec![0; 4]);
+        }
+        assert_eq!(s.uploads.lock().expect("lock").len(), CONSOLE_MAX_UPLOADS);
     }
 
     #[test]

@@ -338,6 +338,190 @@ impl ServerCard {
     }
 }
 
+/// The skills page.
+#[derive(Template)]
+#[template(path = "console/skills.html")]
+pub(crate) struct Skills {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub skills: Vec<SkillCard>,
+}
+
+/// One skill as its card shows it.
+pub(crate) struct SkillCard {
+    pub name: String,
+    pub version: String,
+    /// `builtin`, `local` or `managed`.
+    pub source: &'static str,
+    pub digest: String,
+    pub signer: String,
+    pub trusted: bool,
+    pub enabled: bool,
+    /// `ready`, `unresolved`, `untrusted`, `unapproved`, `secrets missing`,
+    /// `disabled`, `invalid`.
+    pub state: &'static str,
+    /// What the state means, one line each.
+    pub state_detail: Vec<String>,
+    pub tools: Vec<String>,
+    /// What it may reach beyond computing, one line each.
+    pub permissions: Vec<String>,
+    pub permissions_digest: String,
+    /// Whether approving its permissions is what it waits for.
+    pub awaits_approval: bool,
+    /// A newer version waiting for approval, as one line.
+    pub held: Option<String>,
+    /// The installed versions, newest first (managed installs).
+    pub versions: Vec<String>,
+}
+
+impl SkillCard {
+    /// The card of `s`; `installed` every installed version.
+    pub fn of(s: &crate::SkillStatus, installed: &[crate::InstalledRecord]) -> SkillCard {
+        use crate::SkillState;
+        let (state, state_detail) = match &s.state {
+            SkillState::Ready => ("ready", vec![]),
+            SkillState::Unresolved { missing } => (
+                "unresolved",
+                missing
+                    .iter()
+                    .map(|m| format!("no tool named {m}"))
+                    .collect(),
+            ),
+            SkillState::Untrusted => (
+                "untrusted",
+                vec!["visible to no persona until trusted".into()],
+            ),
+            SkillState::Unapproved { unapproved } => ("unapproved", unapproved.clone()),
+            SkillState::SecretsMissing { missing } => (
+                "secrets missing",
+                missing
+                    .iter()
+                    .map(|m| format!("secret {m} has no value"))
+                    .collect(),
+            ),
+            SkillState::Disabled => ("disabled", vec![]),
+            SkillState::Invalid { error } => ("invalid", vec![error.clone()]),
+        };
+        let mut versions: Vec<&crate::InstalledRecord> =
+            installed.iter().filter(|r| r.name == s.name).collect();
+        versions.sort_by(|a, b| b.version.cmp(&a.version));
+        SkillCard {
+            name: s.name.clone(),
+            version: s.version.clone(),
+            source: s.source.as_str(),
+            digest: s.digest.clone(),
+            signer: s.signer.clone().unwrap_or_else(|| "unsigned".into()),
+            trusted: s.trusted,
+            enabled: s.enabled,
+            state,
+            state_detail,
+            tools: s.tools.clone(),
+            permissions: permission_lines(&s.permissions),
+            permissions_digest: s.permissions_digest.clone(),
+            awaits_approval: matches!(s.state, SkillState::Unapproved { .. }) || s.held.is_some(),
+            held: s.held.as_ref().map(|h| {
+                format!(
+                    "version {} waits for approval of: {}",
+                    h.version,
+                    h.unapproved.join("; ")
+                )
+            }),
+            versions: versions.iter().map(|r| r.version.to_string()).collect(),
+        }
+    }
+}
+
+/// What a permission set lets a component reach, one line each.
+fn permission_lines(p: &crate::Permissions) -> Vec<String> {
+    let mut lines: Vec<String> = p.network.iter().map(|o| format!("HTTP to {o}")).collect();
+    lines.extend(p.secrets.iter().map(|s| {
+        format!(
+            "secret {} as header {} to {}",
+            s.name,
+            s.header,
+            s.origins.join(", ")
+        )
+    }));
+    if p.assets {
+        lines.push("reads its own assets/ folder".into());
+    }
+    if p.sampling {
+        lines.push("asks the caller's model for completions (sampling)".into());
+    }
+    if p.roots {
+        lines.push("asks the caller for its roots".into());
+    }
+    lines
+}
+
+/// A bundle verified, before the operator installs it.
+#[derive(Template)]
+#[template(path = "console/verified.html")]
+pub(crate) struct Verified {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+    /// Who signed it, as a sentence.
+    pub signer: String,
+    /// Whether a trusted key signed it (else it installs untrusted, if at
+    /// all).
+    pub trusted: bool,
+    /// Its files and sizes.
+    pub files: Vec<(String, String)>,
+    /// The manifest's description, when it has one.
+    pub description: String,
+    /// What its manifest asks to reach, one line each.
+    pub permissions: Vec<String>,
+    /// Why its manifest could not be read, if it could not.
+    pub manifest_error: Option<String>,
+}
+
+impl Verified {
+    /// The view of an opened bundle.
+    pub fn of(b: &crate::OpenedBundle, csrf: String, nav: Option<Nav>) -> Verified {
+        let (signer, trusted) = match &b.signer {
+            crate::Signer::Unsigned => ("unsigned".to_string(), false),
+            crate::Signer::Unknown { key_id } => (
+                format!("signed by key {key_id}, which this host does not trust"),
+                false,
+            ),
+            crate::Signer::Trusted { key_id } => (format!("signed by trusted key {key_id}"), true),
+        };
+        let manifest = b
+            .files
+            .get("skill.yaml")
+            .map(|m| crate::SkillManifest::parse(&String::from_utf8_lossy(m)));
+        let (description, permissions, manifest_error) = match manifest {
+            Some(Ok(m)) => (
+                m.description.clone(),
+                permission_lines(&m.permissions),
+                None,
+            ),
+            Some(Err(e)) => (String::new(), vec![], Some(e.to_string())),
+            None => (String::new(), vec![], Some("no skill.yaml".into())),
+        };
+        Verified {
+            nav,
+            csrf,
+            name: b.statement.name.clone(),
+            version: b.statement.version.to_string(),
+            digest: b.digest.clone(),
+            signer,
+            trusted,
+            files: b
+                .files
+                .iter()
+                .map(|(k, v)| (k.clone(), format!("{} bytes", v.len())))
+                .collect(),
+            description,
+            permissions,
+            manifest_error,
+        }
+    }
+}
+
 /// A waiting call as the queue shows it.
 pub(crate) struct Pending {
     pub run_id: String,
