@@ -4,8 +4,9 @@
 //! A data dir gets [`RUNS`] recorded runs (the built-in
 //! `text.word_count`, through the library, as a granted persona) and
 //! [`WAITING`] calls waiting for approval (text-tools as a local skill,
-//! `text.regex_replace` marked as mutating, so it needs confirmation: the
-//! approval queue's page is full). Then `skillhost serve --http` (the
+//! `text.regex_replace` marked as mutating, so it needs confirmation; from
+//! several personas, each under its cap of waiting calls: the approval
+//! queue's page is full). Then `skillhost serve --http` (the
 //! binary cargo built for this bench) serves it, the bench signs in to the
 //! console with the admin token and GETs each page in turn, [`ROUNDS`]
 //! times, on one keep-alive connection: `/approvals` (the queue, 100
@@ -175,10 +176,18 @@ async fn fill(work: &Path, data: &Path, runs: usize) -> anyhow::Result<()> {
         )
         .await;
     }
+    // A persona may have at most MAX_PENDING_PER_CALLER calls waiting: the
+    // queue's calls come from several.
+    let per_persona = skillhost::MAX_PENDING_PER_CALLER;
     for i in 0..WAITING {
+        let asker = format!("asker{}", i / per_persona);
+        if i % per_persona == 0 {
+            host.add_persona(&asker, "waits for approval")?;
+            host.grant_skill(&asker, "text-tools", true)?;
+        }
         let r = host
             .call(
-                &caller,
+                &Caller::Persona(asker),
                 "text.regex_replace",
                 json!({"text": format!("waiting call {i} <b>with</b> some text"), "pattern": "a", "replacement": "#"}),
                 &req,

@@ -387,29 +387,59 @@ impl Store {
             .and_then(parse_run_cursor)
             .map(|(ms, id)| (Some(ms), Some(id)))
             .unwrap_or((None, None));
+        // Only the filters given, with the pending one as a literal: a
+        // condition like `(?4 = 0 OR approval = 'pending')` keeps SQLite
+        // from the partial index of waiting runs and scans the history
+        // (tens of ms at 100k runs, where the index answers in 0.1 ms).
+        let mut conditions: Vec<&str> = Vec::new();
+        if filter.persona.is_some() {
+            conditions.push("persona = :persona");
+        }
+        if filter.operator_only {
+            conditions.push("persona IS NULL");
+        }
+        if filter.tool.is_some() {
+            conditions.push("tool = :tool");
+        }
+        if filter.pending_only {
+            conditions.push("approval = 'pending'");
+        }
+        if filter.outcome.is_some() {
+            conditions.push("outcome = :outcome");
+        }
+        if before_ms.is_some() {
+            conditions.push(
+                "(created_at_ms < :before_ms OR (created_at_ms = :before_ms AND run_id < :before_id))",
+            );
+        }
+        let filter_sql = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs
-             WHERE (?1 IS NULL OR persona = ?1) AND (?2 = 0 OR persona IS NULL)
-               AND (?3 IS NULL OR tool = ?3) AND (?4 = 0 OR approval = 'pending')
-               AND (?6 IS NULL OR outcome = ?6)
-               AND (?7 IS NULL OR created_at_ms < ?7 OR (created_at_ms = ?7 AND run_id < ?8))
-             ORDER BY created_at_ms DESC, run_id DESC LIMIT ?5"
+            "SELECT {RUN_COLUMNS} FROM runs {filter_sql}
+             ORDER BY created_at_ms DESC, run_id DESC LIMIT :limit"
         );
         let mut stmt = self.conn().prepare_cached(&sql)?;
+        let outcome = filter.outcome.map(Outcome::as_str);
+        let limit_plus = limit + 1;
+        let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":limit", &limit_plus)];
+        if let Some(p) = &filter.persona {
+            named.push((":persona", p));
+        }
+        if let Some(t) = &filter.tool {
+            named.push((":tool", t));
+        }
+        if let Some(o) = &outcome {
+            named.push((":outcome", o));
+        }
+        if let (Some(ms), Some(id)) = (&before_ms, &before_id) {
+            named.push((":before_ms", ms));
+            named.push((":before_id", id));
+        }
         let mut runs: Vec<RunRecord> = stmt
-            .query_map(
-                params![
-                    filter.persona,
-                    filter.operator_only,
-                    filter.tool,
-                    filter.pending_only,
-                    limit + 1,
-                    filter.outcome.map(Outcome::as_str),
-                    before_ms,
-                    before_id
-                ],
-                run_from_row,
-            )?
+            .query_map(named.as_slice(), run_from_row)?
             .collect::<rusqlite::Result<_>>()?;
         let more = runs.len() as i64 > limit;
         runs.truncate(limit as usize);
