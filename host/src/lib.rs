@@ -58,9 +58,9 @@ pub use authority::secrets::SECRETS_KEY_FILE;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
-    CallRequest, Caller, ClientAnswer, DEFAULT_APPROVAL_TTL, Decider, EventPage, GcReport, Host,
-    HostBuilder, LIST_CHANGED_POLL, PersonaGrants, RunOutput, RunReport, SkillGrantView,
-    SkillStatus,
+    ACTIVITY_MAX_RUNS, Activity, CallRequest, Caller, ClientAnswer, DEFAULT_APPROVAL_TTL, Decider,
+    EventPage, GcReport, Host, HostBuilder, LIST_CHANGED_POLL, MinuteCounts, PersonaGrants,
+    RunOutput, RunReport, SkillGrantView, SkillStatus, ToolLatency,
 };
 
 // Typed errors at the host's boundary.

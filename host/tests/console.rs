@@ -558,6 +558,16 @@ fn an_operator_approves_in_chromium() {
         assert_ne!(c.title().await.expect("title"), "pwned");
         shot(&c, "run").await;
 
+        // The runs page: the call in the last hour's chart and the list.
+        c.goto(&format!("{base}/runs")).await.expect("runs");
+        let bars = c.find_all(Locator::Css("svg.minutes rect.ok")).await.expect("bars");
+        assert_eq!(bars.len(), 1, "one minute with an ok call");
+        let latency = c.find(Locator::Css("table.latency")).await.expect("latency table").text().await.expect("text");
+        assert!(latency.contains("text.regex_replace"), "{latency}");
+        let listed = c.find(Locator::Css("table.runs")).await.expect("runs table").text().await.expect("text");
+        assert!(listed.contains("text.regex_replace") && listed.contains("ok"), "{listed}");
+        shot(&c, "runs-activity").await;
+
         // The queue empties, live.
         c.goto(&format!("{base}/approvals")).await.expect("approvals");
         c.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css("p.empty")).await.expect("empty queue");

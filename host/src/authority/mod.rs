@@ -53,7 +53,10 @@ pub use builder::{DEFAULT_APPROVAL_TTL, HostBuilder};
 pub use call::{CallRequest, Caller, RunOutput, RunReport};
 pub use personas::{PersonaGrants, SkillGrantView};
 pub(crate) use runs::Resumed;
-pub use runs::{ClientAnswer, Decider, EventPage, GcReport};
+pub use runs::{
+    ACTIVITY_MAX_RUNS, Activity, ClientAnswer, Decider, EventPage, GcReport, MinuteCounts,
+    ToolLatency,
+};
 pub use skills::SkillStatus;
 
 struct Seen {

@@ -590,6 +590,24 @@ impl Host {
         Ok(lock(&self.inner.store).run(run_id)?)
     }
 
+    /// What happened over the last `minutes` minutes, from the recorded
+    /// runs (at most [`ACTIVITY_MAX_RUNS`] of the newest): calls per minute
+    /// by outcome and durations by tool.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// let a = host.activity(60)?;
+    /// println!("{} calls in the last hour", a.per_minute.iter().map(|m| m.total()).sum::<u64>());
+    /// # Ok(()) }
+    /// ```
+    pub fn activity(&self, minutes: usize) -> Result<Activity, StateError> {
+        self.flush();
+        let now = now_ms();
+        let since = now - (minutes as i64) * 60_000;
+        let runs = lock(&self.inner.store).run_activity(since, ACTIVITY_MAX_RUNS)?;
+        Ok(Activity::of(&runs, now, minutes))
+    }
+
     /// The events of this host as they happen (calls, approvals). A slow
     /// receiver misses events rather than slowing calls (it sees
     /// `Lagged`); every event is also recorded in the database.
@@ -741,4 +759,149 @@ pub struct GcReport {
     pub db_bytes_before: u64,
     /// And after.
     pub db_bytes_after: u64,
+}
+
+/// The most runs [`Host::activity`] reads: at a very high call rate the
+/// charts show the newest ones (and say so) rather than reading the whole
+/// hour.
+pub const ACTIVITY_MAX_RUNS: usize = 200_000;
+
+/// Calls over a window, from the recorded runs ([`Host::activity`]).
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    /// One entry per minute, oldest first.
+    pub per_minute: Vec<MinuteCounts>,
+    /// Each tool called in the window, most called first.
+    pub tools: Vec<ToolLatency>,
+    /// Whether [`ACTIVITY_MAX_RUNS`] cut the window short.
+    pub truncated: bool,
+}
+
+/// The calls of one minute, by how they ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MinuteCounts {
+    /// Ended `ok`.
+    pub ok: u64,
+    /// Ended `error`, `timeout` or `trapped`.
+    pub failed: u64,
+    /// Denied (refused, denied by an operator, expired).
+    pub denied: u64,
+    /// Still waiting, running, or asking their caller.
+    pub open: u64,
+}
+
+impl MinuteCounts {
+    /// Every call of the minute.
+    pub fn total(&self) -> u64 {
+        self.ok + self.failed + self.denied + self.open
+    }
+}
+
+/// One tool's calls and durations over a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolLatency {
+    /// The tool.
+    pub tool: String,
+    /// Its calls.
+    pub calls: u64,
+    /// Median duration of the calls that ran, in ms.
+    pub p50_ms: i64,
+    /// 95th percentile, in ms.
+    pub p95_ms: i64,
+    /// 99th percentile, in ms.
+    pub p99_ms: i64,
+}
+
+impl Activity {
+    /// Buckets `runs` (created at, tool, outcome, duration) into `minutes`
+    /// minutes ending at `now_ms`.
+    fn of(runs: &[crate::state::runs::ActivityRow], now_ms: i64, minutes: usize) -> Activity {
+        let mut per_minute = vec![MinuteCounts::default(); minutes];
+        let mut durations: std::collections::HashMap<&str, (u64, Vec<i64>)> =
+            std::collections::HashMap::new();
+        for (at, tool, outcome, duration) in runs {
+            let ago = ((now_ms - at).max(0) / 60_000) as usize;
+            if ago < minutes {
+                let m = &mut per_minute[minutes - 1 - ago];
+                match outcome {
+                    Outcome::Ok => m.ok += 1,
+                    Outcome::Error | Outcome::Timeout | Outcome::Trapped => m.failed += 1,
+                    Outcome::Denied => m.denied += 1,
+                    Outcome::WaitingApproval | Outcome::Running | Outcome::InputRequired => {
+                        m.open += 1
+                    }
+                }
+            }
+            let entry = durations.entry(tool.as_str()).or_default();
+            entry.0 += 1;
+            if let Some(d) = duration {
+                entry.1.push(*d);
+            }
+        }
+        let mut tools: Vec<ToolLatency> = durations
+            .into_iter()
+            .map(|(tool, (calls, mut d))| {
+                d.sort_unstable();
+                let pct = |p: f64| {
+                    if d.is_empty() {
+                        0
+                    } else {
+                        d[(((d.len() - 1) as f64) * p).round() as usize]
+                    }
+                };
+                ToolLatency {
+                    tool: tool.to_string(),
+                    calls,
+                    p50_ms: pct(0.50),
+                    p95_ms: pct(0.95),
+                    p99_ms: pct(0.99),
+                }
+            })
+            .collect();
+        tools.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.tool.cmp(&b.tool)));
+        Activity {
+            per_minute,
+            tools,
+            truncated: runs.len() >= ACTIVITY_MAX_RUNS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod activity_tests {
+    use super::*;
+
+    #[test]
+    fn runs_fall_in_their_minute_and_tools_get_percentiles() {
+        let now = 10 * 60_000;
+        let runs = vec![
+            (now - 1_000, "a".to_string(), Outcome::Ok, Some(10)),
+            (now - 2_000, "a".to_string(), Outcome::Error, Some(30)),
+            (now - 61_000, "b".to_string(), Outcome::Denied, None),
+            (
+                now - 9 * 60_000 - 1,
+                "a".to_string(),
+                Outcome::WaitingApproval,
+                None,
+            ),
+            (now - 11 * 60_000, "c".to_string(), Outcome::Ok, Some(1)),
+        ];
+        let a = Activity::of(&runs, now, 10);
+        assert_eq!(a.per_minute.len(), 10);
+        assert_eq!(
+            a.per_minute[9],
+            MinuteCounts {
+                ok: 1,
+                failed: 1,
+                denied: 0,
+                open: 0
+            }
+        );
+        assert_eq!(a.per_minute[8].denied, 1);
+        assert_eq!(a.per_minute[0].open, 1);
+        assert_eq!(a.tools[0].tool, "a");
+        assert_eq!(a.tools[0].calls, 3);
+        assert_eq!((a.tools[0].p50_ms, a.tools[0].p99_ms), (30, 30));
+        assert!(!a.truncated);
+    }
 }

@@ -293,6 +293,10 @@ pub struct HostEvent {
     pub detail: serde_json::Value,
 }
 
+/// A run as the activity charts read it: when it was created (Unix ms),
+/// its tool, outcome and duration in ms.
+pub(crate) type ActivityRow = (i64, String, Outcome, Option<i64>);
+
 /// Unix milliseconds now.
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -445,6 +449,30 @@ impl Store {
         runs.truncate(limit as usize);
         let next = more.then(|| runs.last().map(run_cursor)).flatten();
         Ok(RunPage { runs, next })
+    }
+
+    /// The runs created at or after `since_ms`, newest first, at most
+    /// `cap`: when each was created, its tool, outcome and duration (the
+    /// console's activity charts; a range of the time index).
+    pub(crate) fn run_activity(
+        &self,
+        since_ms: i64,
+        cap: usize,
+    ) -> rusqlite::Result<Vec<ActivityRow>> {
+        self.conn()
+            .prepare_cached(
+                "SELECT created_at_ms, tool, outcome, duration_ms FROM runs
+                 WHERE created_at_ms >= ?1 ORDER BY created_at_ms DESC LIMIT ?2",
+            )?
+            .query_map(params![since_ms, cap as i64], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    Outcome::parse(&r.get::<_, String>(2)?),
+                    r.get(3)?,
+                ))
+            })?
+            .collect()
     }
 
     /// How many runs of `persona` (`None`: the operator) wait for approval

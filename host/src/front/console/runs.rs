@@ -1,6 +1,7 @@
-//! The runs: a paginated list, newest first, filtered by persona, tool and
-//! outcome (`GET /runs?persona=…&tool=…&outcome=…&cursor=…`), each linking
-//! to its page.
+//! The runs: the last hour's charts (calls per minute by outcome, each
+//! tool's durations), and a paginated list, newest first, filtered by
+//! persona, tool and outcome (`GET /runs?persona=…&tool=…&outcome=…&cursor=…`),
+//! each linking to its page.
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -52,10 +53,15 @@ pub(super) async fn list(
         ..Default::default()
     };
     let host = st.host().clone();
-    let found = blocking(move || host.run_page(&filter).map_err(|e| e.to_string())).await;
+    let found = blocking(move || {
+        let page = host.run_page(&filter).map_err(|e| e.to_string())?;
+        let activity = host.activity(60).map_err(|e| e.to_string())?;
+        Ok((page, activity))
+    })
+    .await;
     let nav = nav(&st, &session, "runs").await;
     match found {
-        Ok(found) => page(&views::Runs {
+        Ok((found, activity)) => page(&views::Runs {
             nav: Some(nav),
             rows: found.runs.iter().map(RunRow::of).collect(),
             next: found.next,
@@ -63,6 +69,7 @@ pub(super) async fn list(
             tool: f.tool.trim().to_string(),
             outcome: outcome.map(|o| o.as_str()).unwrap_or_default(),
             outcomes: Outcome::ALL.iter().map(|o| o.as_str()).collect(),
+            activity: views::ActivityChart::of(&activity),
         }),
         Err(e) => problem(
             StatusCode::BAD_REQUEST,

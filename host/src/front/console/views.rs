@@ -226,6 +226,117 @@ pub(crate) struct Runs {
     pub tool: String,
     pub outcome: &'static str,
     pub outcomes: Vec<&'static str>,
+    /// The last hour's charts.
+    pub activity: ActivityChart,
+}
+
+/// The last hour drawn: stacked bars of calls per minute by outcome, and
+/// each tool's durations (server-rendered SVG: numbers we computed, titles
+/// escaped like any text).
+pub(crate) struct ActivityChart {
+    pub bars: Vec<Bar>,
+    /// The tallest minute's calls (the scale).
+    pub peak: u64,
+    pub total: u64,
+    pub tools: Vec<ToolBar>,
+    pub truncated: bool,
+}
+
+/// One minute's bar: each segment's y and height, in the chart's units
+/// (100 high).
+pub(crate) struct Bar {
+    pub x: usize,
+    /// (class, y, height) bottom up: ok, failed, denied, open.
+    pub segments: Vec<(&'static str, f64, f64)>,
+    pub title: String,
+}
+
+/// One tool's line in the latency chart.
+pub(crate) struct ToolBar {
+    pub tool: String,
+    pub calls: u64,
+    pub p50: i64,
+    pub p95: i64,
+    pub p99: i64,
+    /// p50 and p95 as widths out of 100 (of the slowest p95 shown).
+    pub w50: f64,
+    pub w95: f64,
+}
+
+impl ActivityChart {
+    /// The charts of `a` (minutes oldest first).
+    pub fn of(a: &crate::Activity) -> ActivityChart {
+        let peak = a.per_minute.iter().map(|m| m.total()).max().unwrap_or(0);
+        let scale = if peak == 0 { 0.0 } else { 100.0 / peak as f64 };
+        let minutes = a.per_minute.len();
+        let bars = a
+            .per_minute
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let mut y = 100.0;
+                let mut segments = Vec::new();
+                for (class, n) in [
+                    ("ok", m.ok),
+                    ("failed", m.failed),
+                    ("denied", m.denied),
+                    ("open", m.open),
+                ] {
+                    if n > 0 {
+                        let h = n as f64 * scale;
+                        y -= h;
+                        segments.push((class, y, h));
+                    }
+                }
+                ActivityChart::bar(i, minutes, m, segments)
+            })
+            .collect();
+        let slowest = a
+            .tools
+            .iter()
+            .take(10)
+            .map(|t| t.p95_ms)
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
+        ActivityChart {
+            bars,
+            peak,
+            total: a.per_minute.iter().map(|m| m.total()).sum(),
+            tools: a
+                .tools
+                .iter()
+                .take(10)
+                .map(|t| ToolBar {
+                    tool: t.tool.clone(),
+                    calls: t.calls,
+                    p50: t.p50_ms,
+                    p95: t.p95_ms,
+                    p99: t.p99_ms,
+                    w50: t.p50_ms as f64 / slowest * 100.0,
+                    w95: t.p95_ms as f64 / slowest * 100.0,
+                })
+                .collect(),
+            truncated: a.truncated,
+        }
+    }
+
+    fn bar(
+        i: usize,
+        minutes: usize,
+        m: &crate::MinuteCounts,
+        segments: Vec<(&'static str, f64, f64)>,
+    ) -> Bar {
+        let ago = minutes - 1 - i;
+        Bar {
+            x: i * 10,
+            segments,
+            title: format!(
+                "{} min ago: {} ok, {} failed, {} denied, {} open",
+                ago, m.ok, m.failed, m.denied, m.open
+            ),
+        }
+    }
 }
 
 /// A run in the list.
