@@ -5,38 +5,37 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::views::{self, Nav, Pending, RunView};
-use super::{CsrfForm, FormOf, form_session, nav, page as render, problem, signed_in, status_of};
+use super::{
+    CsrfForm, FormOf, blocking, change, failure, form_session, nav, page as render, problem,
+    signed_in, status_of,
+};
 use crate::front::http::AppState;
 use crate::{Decider, HostError, RunFilter};
 
 /// The waiting runs, newest first, as the queue shows them.
 async fn pending(st: &AppState) -> Result<Vec<Pending>, Response> {
     let host = st.host().clone();
-    let found = tokio::task::spawn_blocking(move || {
-        let page = host.run_page(&RunFilter {
-            pending_only: true,
-            limit: 100,
-            ..Default::default()
-        })?;
+    let found = blocking(move || {
+        let page = host
+            .run_page(&RunFilter {
+                pending_only: true,
+                limit: 100,
+                ..Default::default()
+            })
+            .map_err(|e| e.to_string())?;
         let specs = host.tool_specs(None).ok();
-        anyhow::Ok((page.runs, specs))
+        Ok((page.runs, specs))
     })
     .await;
     match found {
-        Ok(Ok((runs, specs))) => Ok(runs
+        Ok((runs, specs)) => Ok(runs
             .iter()
             .map(|r| Pending::of(r, specs.as_deref()))
             .collect()),
-        Ok(Err(e)) => Err(problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            format!("cannot read the waiting runs: {e:#}"),
-            "/",
-        )),
         Err(e) => Err(problem(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
-            format!("the request's task failed: {e}"),
+            format!("cannot read the waiting runs: {e}"),
             "/",
         )),
     }
@@ -123,17 +122,11 @@ pub(super) async fn deny(
     };
     let host = st.host().clone();
     let id = run_id.clone();
-    let denied = tokio::task::spawn_blocking(move || {
+    let denied = change(move || {
         host.deny_by(&id, &Decider::operator("console"))
-            .map_err(|e| (status_of(e.kind()), e.to_string()))
+            .map_err(failure)
     })
-    .await
-    .unwrap_or_else(|e| {
-        Err((
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the request's task failed: {e}"),
-        ))
-    });
+    .await;
     let nav = nav(&st, &session, "approvals").await;
     match denied {
         Ok(_) => {
@@ -146,7 +139,7 @@ pub(super) async fn deny(
             )
             .await
         }
-        Err((status, message)) => problem(status, Some(nav), message, "/approvals"),
+        Err((kind, message)) => problem(status_of(kind), Some(nav), message, "/approvals"),
     }
 }
 
@@ -174,10 +167,7 @@ async fn show_run(
 ) -> Response {
     let host = st.host().clone();
     let id = run_id.to_string();
-    let found = tokio::task::spawn_blocking(move || host.run(&id))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
+    let found = blocking(move || host.run(&id).map_err(|e| e.to_string())).await;
     match found {
         Ok(Some(record)) => render(&views::Run {
             nav: Some(nav),

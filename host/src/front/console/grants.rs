@@ -10,8 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::views::{self, GrantCell, GrantRow, ServerColumn};
-use super::{FormOf, blocking, form_session, nav, page, problem, signed_in};
-use crate::HostError;
+use super::{FormOf, blocking, failure, form_session, nav, page, problem, signed_in, unread_form};
 use crate::front::http::AppState;
 
 /// `GET /grants`.
@@ -131,19 +130,12 @@ pub(super) async fn change(
     headers: HeaderMap,
     form: FormOf<Change>,
 ) -> Response {
-    let csrf = form.as_ref().map(|f| f.csrf.clone()).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console grant") {
+    let Ok(axum::Form(change)) = form else {
+        return unread_form(&st, &headers, "console grant");
+    };
+    let session = match form_session(&st, &headers, &change.csrf, "console grant") {
         Ok(s) => s,
         Err(r) => return r,
-    };
-    let Ok(axum::Form(change)) = form else {
-        let nav = nav(&st, &session, "grants").await;
-        return problem(
-            StatusCode::BAD_REQUEST,
-            Some(nav),
-            "the form needs persona, kind (skill or mcp), name and on (true or false)".into(),
-            "/grants",
-        );
     };
     if matches!(change.kind, Kind::Mcp) && !st.host().mcp().is_ready() {
         let nav = nav(&st, &session, "grants").await;
@@ -155,23 +147,17 @@ pub(super) async fn change(
         );
     }
     let host = st.host().clone();
-    let done = tokio::task::spawn_blocking(move || match change.kind {
+    let done = super::change(move || match change.kind {
         Kind::Skill => host
             .grant_skill(&change.persona, &change.name, change.on)
             .map(|_| ())
-            .map_err(|e| (e.kind(), e.to_string())),
+            .map_err(failure),
         Kind::Mcp => host
             .grant_mcp(&change.persona, &change.name, change.on)
             .map(|_| ())
-            .map_err(|e| (e.kind(), e.to_string())),
+            .map_err(failure),
     })
-    .await
-    .unwrap_or_else(|e| {
-        Err((
-            crate::ErrorKind::Internal,
-            format!("the request's task failed: {e}"),
-        ))
-    });
+    .await;
     match done {
         Ok(()) => Redirect::to("/grants").into_response(),
         Err((kind, message)) => {

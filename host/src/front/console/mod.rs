@@ -46,7 +46,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::front::http::AppState;
-use crate::{Caller, ErrorKind};
+use crate::{Caller, ErrorKind, HostError};
 use session::Session;
 use views::Nav;
 
@@ -317,6 +317,44 @@ pub(super) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .unwrap_or_else(|e| Err(format!("the request's task failed: {e}")))
+}
+
+/// A host error as a console page reports it: its kind (the status) and
+/// its message.
+pub(super) type Failure = (ErrorKind, String);
+
+/// `e` as a [`Failure`].
+pub(super) fn failure<E: HostError + std::fmt::Display>(e: E) -> Failure {
+    (e.kind(), e.to_string())
+}
+
+/// Runs a host change (the database, files) on the blocking pool; a
+/// failed task is an internal failure.
+pub(super) async fn change<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Failure> + Send + 'static,
+) -> Result<T, Failure> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err((
+            ErrorKind::Internal,
+            format!("the request's task failed: {e}"),
+        ))
+    })
+}
+
+/// The answer to a form that could not be read: refused (and audited) as
+/// one without the session's CSRF token, since it carries none that can be
+/// trusted; nothing is done.
+pub(super) fn unread_form(st: &AppState, headers: &HeaderMap, what: &str) -> Response {
+    match form_session(st, headers, "", what) {
+        Err(refused) => refused,
+        // No session's CSRF token is empty: not reached.
+        Ok(_) => problem(
+            StatusCode::BAD_REQUEST,
+            None,
+            "the form could not be read".into(),
+            "/",
+        ),
+    }
 }
 
 async fn sign_out(

@@ -9,9 +9,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::views::{self, Minted, PersonaView, TokenView};
-use super::{CsrfForm, FormOf, form_session, nav, page, problem, signed_in, status_of};
+use super::{
+    CsrfForm, Failure, FormOf, change, failure, form_session, nav, page, problem, signed_in,
+    status_of, unread_form,
+};
+use crate::ErrorKind;
 use crate::front::http::AppState;
-use crate::{ErrorKind, HostError};
 
 /// `GET /personas`.
 pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
@@ -67,22 +70,6 @@ pub(super) struct AddPersona {
     description: String,
 }
 
-/// Runs a host change on the blocking pool; its error with its kind.
-async fn change<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, (ErrorKind, String)> + Send + 'static,
-) -> Result<T, (ErrorKind, String)> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err((
-            ErrorKind::Internal,
-            format!("the request's task failed: {e}"),
-        ))
-    })
-}
-
-fn kind_of<E: HostError + std::fmt::Display>(e: E) -> (ErrorKind, String) {
-    (e.kind(), e.to_string())
-}
-
 /// `POST /personas`: a new persona (it sees nothing until granted).
 pub(super) async fn add(
     State(st): State<AppState>,
@@ -90,7 +77,7 @@ pub(super) async fn add(
     form: FormOf<AddPersona>,
 ) -> Response {
     let Ok(axum::Form(form)) = form else {
-        return refused_form(&st, &headers).await;
+        return unread_form(&st, &headers, "console add persona");
     };
     let session = match form_session(&st, &headers, &form.csrf, "console add persona") {
         Ok(s) => s,
@@ -100,7 +87,7 @@ pub(super) async fn add(
     let done = change(move || {
         match host
             .add_persona(form.id.trim(), form.description.trim())
-            .map_err(kind_of)?
+            .map_err(failure)?
         {
             true => Ok(()),
             false => Err((
@@ -129,7 +116,7 @@ pub(super) async fn remove(
         Err(r) => return r,
     };
     let host = st.host().clone();
-    let done = change(move || host.remove_persona(&persona).map_err(kind_of)).await;
+    let done = change(move || host.remove_persona(&persona).map_err(failure)).await;
     after(&st, &session, done, "/personas").await
 }
 
@@ -152,7 +139,7 @@ pub(super) async fn mint(
     form: FormOf<MintToken>,
 ) -> Response {
     let Ok(axum::Form(form)) = form else {
-        return refused_form(&st, &headers).await;
+        return unread_form(&st, &headers, "console mint token");
     };
     let session = match form_session(&st, &headers, &form.csrf, "console mint token") {
         Ok(s) => s,
@@ -161,7 +148,7 @@ pub(super) async fn mint(
     let host = st.host().clone();
     let persona = form.persona.trim().to_string();
     let label = form.label.trim().to_string();
-    let done = change(move || host.add_token(&persona, &label).map_err(kind_of)).await;
+    let done = change(move || host.add_token(&persona, &label).map_err(failure)).await;
     match done {
         Ok((token, info)) => {
             show(
@@ -200,7 +187,7 @@ pub(super) async fn revoke(
         );
     };
     let host = st.host().clone();
-    let done = change(move || host.remove_token(id).map_err(kind_of)).await;
+    let done = change(move || host.remove_token(id).map_err(failure)).await;
     after(&st, &session, done, "/personas").await
 }
 
@@ -208,7 +195,7 @@ pub(super) async fn revoke(
 async fn after<T>(
     st: &AppState,
     session: &super::session::Session,
-    done: Result<T, (ErrorKind, String)>,
+    done: Result<T, Failure>,
     to: &'static str,
 ) -> Response {
     match done {
@@ -217,19 +204,5 @@ async fn after<T>(
             let nav = nav(st, session, "personas").await;
             problem(status_of(kind), Some(nav), message, to)
         }
-    }
-}
-
-/// A form that could not be read: refused like one without its CSRF
-/// token (nothing is done).
-async fn refused_form(st: &AppState, headers: &HeaderMap) -> Response {
-    match form_session(st, headers, "", "console form") {
-        Ok(_) => problem(
-            StatusCode::BAD_REQUEST,
-            None,
-            "the form could not be read".into(),
-            "/personas",
-        ),
-        Err(r) => r,
     }
 }

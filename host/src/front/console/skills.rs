@@ -10,7 +10,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::views::{self, SkillCard};
-use super::{FormOf, blocking, form_session, nav, page, problem, signed_in, status_of};
+use super::{
+    FormOf, blocking, change, failure, form_session, nav, page, problem, signed_in, status_of,
+    unread_form,
+};
 use crate::front::http::AppState;
 use crate::{Decider, ErrorKind, HostError, SkillSource};
 
@@ -77,81 +80,70 @@ pub(super) async fn act(
         Err(r) => return r,
     };
     let host = st.host().clone();
-    let done = tokio::task::spawn_blocking(move || {
-        let e = |e: &dyn HostError, m: String| (e.kind(), m);
-        match action.as_str() {
-            "enable" | "disable" => host
-                .set_skill_enabled(&name, action == "enable")
-                .map_err(|x| e(&x, x.to_string())),
-            "trust" => host.trust_skill(&name).map_err(|x| e(&x, x.to_string())),
-            "approve" => host
-                .approve_permissions(
-                    &name,
-                    Some(form.digest.trim()).filter(|d| !d.is_empty()),
-                    &Decider::operator("console"),
-                )
-                .map(|_| ())
-                .map_err(|x| e(&x, x.to_string())),
-            "rollback" => {
-                let installed = host.installed_skills().map_err(|x| e(&x, x.to_string()))?;
-                let mut versions: Vec<&semver::Version> = installed
-                    .iter()
-                    .filter(|r| r.name == name)
-                    .map(|r| &r.version)
-                    .collect();
-                versions.sort();
-                let (Some(newest), true) = (versions.last(), versions.len() > 1) else {
-                    return Err((
-                        ErrorKind::Conflict,
-                        format!("{name} has no earlier installed version to roll back to"),
-                    ));
-                };
-                if newest.to_string() != form.version.trim() {
-                    return Err((
-                        ErrorKind::Conflict,
-                        format!(
-                            "the newest installed version of {name} is {newest}, not the one the \
+    let done = change(move || match action.as_str() {
+        "enable" | "disable" => host
+            .set_skill_enabled(&name, action == "enable")
+            .map_err(failure),
+        "trust" => host.trust_skill(&name).map_err(failure),
+        "approve" => host
+            .approve_permissions(
+                &name,
+                Some(form.digest.trim()).filter(|d| !d.is_empty()),
+                &Decider::operator("console"),
+            )
+            .map(|_| ())
+            .map_err(failure),
+        "rollback" => {
+            let installed = host.installed_skills().map_err(failure)?;
+            let mut versions: Vec<&semver::Version> = installed
+                .iter()
+                .filter(|r| r.name == name)
+                .map(|r| &r.version)
+                .collect();
+            versions.sort();
+            let (Some(newest), true) = (versions.last(), versions.len() > 1) else {
+                return Err((
+                    ErrorKind::Conflict,
+                    format!("{name} has no earlier installed version to roll back to"),
+                ));
+            };
+            if newest.to_string() != form.version.trim() {
+                return Err((
+                    ErrorKind::Conflict,
+                    format!(
+                        "the newest installed version of {name} is {newest}, not the one the \
                              page showed: reload it and try again"
-                        ),
-                    ));
-                }
-                host.uninstall_skill(&format!("{name}@{newest}"))
-                    .map(|_| ())
-                    .map_err(|x| e(&x, x.to_string()))
+                    ),
+                ));
             }
-            "uninstall" => {
-                let managed = host
-                    .skills()
-                    .map_err(|x| e(&x, x.to_string()))?
-                    .iter()
-                    .any(|s| s.name == name && matches!(s.source, SkillSource::Managed));
-                if !managed {
-                    return Err((
-                        ErrorKind::Conflict,
-                        format!(
-                            "{name} is not a managed install: only installs can be uninstalled \
-                             (disable a built-in or local skill instead)"
-                        ),
-                    ));
-                }
-                host.uninstall_skill(&name)
-                    .map(|_| ())
-                    .map_err(|x| e(&x, x.to_string()))
-            }
-            _ => Err((
-                ErrorKind::NotFound,
-                "a skill's actions are enable, disable, trust, approve, rollback and uninstall"
-                    .to_string(),
-            )),
+            host.uninstall_skill(&format!("{name}@{newest}"))
+                .map(|_| ())
+                .map_err(failure)
         }
+        "uninstall" => {
+            let managed = host
+                .skills()
+                .map_err(failure)?
+                .iter()
+                .any(|s| s.name == name && matches!(s.source, SkillSource::Managed));
+            if !managed {
+                return Err((
+                    ErrorKind::Conflict,
+                    format!(
+                        "{name} is not a managed install: only installs can be uninstalled \
+                             (disable a built-in or local skill instead)"
+                    ),
+                ));
+            }
+            host.uninstall_skill(&name).map(|_| ()).map_err(failure)
+        }
+        _ => Err((
+            ErrorKind::NotFound,
+            "a skill's actions are enable, disable, trust, approve, rollback and uninstall"
+                .to_string(),
+        )),
     })
-    .await
-    .unwrap_or_else(|e| {
-        Err((
-            ErrorKind::Internal,
-            format!("the request's task failed: {e}"),
-        ))
-    });
+    .await;
     match done {
         Ok(()) => Redirect::to("/skills").into_response(),
         Err((kind, message)) => {
@@ -279,10 +271,7 @@ pub(super) async fn install(
     form: FormOf<InstallForm>,
 ) -> Response {
     let Ok(axum::Form(form)) = form else {
-        return match form_session(&st, &headers, "", "console install bundle") {
-            Ok(_) => Redirect::to("/skills").into_response(),
-            Err(r) => r,
-        };
+        return unread_form(&st, &headers, "console install bundle");
     };
     let session = match form_session(&st, &headers, &form.csrf, "console install bundle") {
         Ok(s) => s,
