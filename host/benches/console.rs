@@ -11,7 +11,8 @@
 //! console with the admin token and GETs each page in turn, [`ROUNDS`]
 //! times, on one keep-alive connection: `/approvals` (the queue, 100
 //! waiting calls with their arguments), `/runs` (the newest page of the
-//! history), `/grants`, `/personas`, and `/healthz` (a bare JSON route of
+//! history), a waiting run's page (`/runs/ID`, shown as `/runs/ID` below),
+//! `/grants`, `/personas`, and `/healthz` (a bare JSON route of
 //! the same server: the floor of a request on this machine, in the same
 //! run).
 //!
@@ -82,7 +83,23 @@ fn main() -> anyhow::Result<()> {
     let mut conn = Conn::open(&addr)?;
     let cookie = conn.sign_in(admin.trim())?;
 
-    let pages = ["/healthz", "/approvals", "/runs", "/grants", "/personas"];
+    // A waiting run's page (its detail: events, refs and invoked runs, read
+    // through their indexes among 100k runs).
+    let queue = conn.get("/approvals", &cookie)?;
+    let run_page = queue
+        .split("href=\"/runs/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(|id| format!("/runs/{id}"))
+        .ok_or_else(|| anyhow::anyhow!("the queue links no run"))?;
+    let pages = [
+        "/healthz",
+        "/approvals",
+        "/runs",
+        run_page.as_str(),
+        "/grants",
+        "/personas",
+    ];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); pages.len()];
     // Warm-up, then rounds alternating the pages so drift hits all alike.
     for page in pages {
@@ -109,7 +126,12 @@ fn main() -> anyhow::Result<()> {
     for (i, page) in pages.iter().enumerate() {
         let p50 = percentile(&mut times[i], 0.50);
         let p99 = percentile(&mut times[i], 0.99);
-        println!("{page:<12} {p50:>8.2} {p99:>9.2} {:>15.1}", p50 / floor);
+        let name = if page.starts_with("/runs/") {
+            "/runs/ID"
+        } else {
+            page
+        };
+        println!("{name:<12} {p50:>8.2} {p99:>9.2} {:>15.1}", p50 / floor);
         if *page == "/approvals" {
             approvals_p50 = p50;
         }

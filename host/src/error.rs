@@ -192,6 +192,9 @@ family! {
         /// where client-side approval is off, or a resume state that is
         /// forged, another caller's, used already or expired.
         Refused => Invalid,
+        /// The decision's own input is malformed: a denial's reason too
+        /// long or holding control characters. Nothing was decided.
+        Invalid => Invalid,
     }
 }
 

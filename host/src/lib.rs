@@ -59,8 +59,8 @@ pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_dig
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
     ACTIVITY_MAX_RUNS, Activity, CallRequest, Caller, ClientAnswer, DEFAULT_APPROVAL_TTL, Decider,
-    EventPage, GcReport, Host, HostBuilder, LIST_CHANGED_POLL, MinuteCounts, PersonaGrants,
-    RunOutput, RunReport, SkillGrantView, SkillStatus, ToolLatency,
+    EventPage, GcReport, Host, HostBuilder, InputRef, LIST_CHANGED_POLL, MinuteCounts,
+    PersonaGrants, RunDetail, RunOutput, RunReport, SkillGrantView, SkillStatus, ToolLatency,
 };
 
 // Typed errors at the host's boundary.
@@ -110,11 +110,12 @@ pub use limits::{
     DEFAULT_MEMORY_BYTES, DEFAULT_OUTBOUND_MAX_CONCURRENT, DEFAULT_OUTBOUND_MAX_REQUEST_BODY_BYTES,
     DEFAULT_OUTBOUND_MAX_REQUESTS, DEFAULT_OUTBOUND_MAX_RESPONSE_BODY_BYTES,
     DEFAULT_OUTBOUND_MAX_RESPONSE_HEADER_BYTES, DEFAULT_OUTBOUND_REQUEST_TIMEOUT, DEFAULT_TIMEOUT,
-    HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, HTTP_MAX_CONNECTIONS,
+    DENY_REASON_MAX_CHARS, HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, HTTP_MAX_CONNECTIONS,
     HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy, LimitsRequest,
     MAX_CALL_NOTICES, MAX_CONTENT_BLOCKS, MAX_ORIGINS, MAX_PENDING_PER_CALLER, MAX_SECRET_BYTES,
     MAX_SECRETS, MCP_MAX_LISTEN_STREAMS, MCP_MAX_RESOURCE_SUBSCRIPTIONS, MCP_MAX_SESSIONS,
-    MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, OutboundLimits,
+    MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, OutboundLimits, RUN_DETAIL_MAX_CHILDREN,
+    RUN_DETAIL_MAX_EVENTS,
 };
 pub use sandbox::{
     AddressClass, AskError, AskFuture, AskStop, Asker, CallError, CallFailure, CallOptions,

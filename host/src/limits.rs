@@ -104,6 +104,23 @@ pub const MAX_WAITING_ARGS_BYTES: usize = 64 << 10;
 /// database or the operator's queue.
 pub const MAX_PENDING_PER_CALLER: usize = 32;
 
+/// Longest reason an operator may give when denying a call: 500
+/// characters, a few sentences. The reason reaches the run's error (what
+/// the agent reads), its `approval` event and the console; a longer text
+/// is refused, not cut, so nobody's words are silently lost.
+pub const DENY_REASON_MAX_CHARS: usize = 500;
+
+/// Events of one run a run's detail reads (its `approval`, `outbound`,
+/// `question_*` events…): 200. A run makes at most
+/// `DEFAULT_OUTBOUND_MAX_REQUESTS` (64) outbound requests unless its skill
+/// asks for more, and a few decisions: every event of an ordinary run, and
+/// a page that stays small for a pathological one.
+pub const RUN_DETAIL_MAX_EVENTS: usize = 200;
+
+/// Runs a run's detail lists as invoked by it: 100. `host.invoke` nests
+/// at most `MAX_INVOKE_DEPTH` deep, but a guest may invoke in a loop.
+pub const RUN_DETAIL_MAX_CHILDREN: usize = 100;
+
 /// Most core instances one call's component may create: 128. A Rust
 /// component makes about four; the standard Python toolchain's output
 /// (componentize-py, CPython with its WASI adapters) makes 38, and

@@ -314,6 +314,23 @@ fn console_sign_in_csrf_and_headers_hold() {
     let run: Value = serde_json::from_str(&stdout(&o)).expect("run JSON");
     assert_eq!(run["approval"], "pending", "{run}");
 
+    // A reason too long, or with a control character: refused, the run
+    // still waits.
+    for reason in ["x".repeat(501), "a%1B%5B2Jb".to_string()] {
+        let r = request(
+            port,
+            "POST",
+            &format!("/approvals/{waiting}/deny"),
+            &[("Cookie", &cookie), ("Origin", &origin)],
+            Some(&format!("csrf={csrf}&reason={reason}")),
+        );
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(r.body.contains("nothing was decided"), "{}", r.body);
+    }
+    let o = skillhost(&data, &["runs", "show", &waiting, "--json"]);
+    let run: Value = serde_json::from_str(&stdout(&o)).expect("run JSON");
+    assert_eq!(run["approval"], "pending", "{run}");
+
     // With the token: denied, by the console.
     let r = request(
         port,
@@ -556,12 +573,72 @@ fn an_operator_approves_in_chromium() {
         let output = c.find(Locator::Id("run-output")).await.expect("result").text().await.expect("text");
         assert!(output.contains("\"replacements\""), "{output}");
         assert_ne!(c.title().await.expect("title"), "pwned");
+        let timeline = c.find(Locator::Id("timeline")).await.expect("timeline").text().await.expect("text");
+        assert!(timeline.contains("approved by operator:console"), "{timeline}");
+        assert!(timeline.contains("ended ok after"), "{timeline}");
         shot(&c, "run").await;
+
+        // Deny with a reason, typed while the queue redraws itself live.
+        let second = persona_call(port, &persona_token, json!({"text": "b", "pattern": "b", "replacement": "#"}));
+        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        c.wait()
+            .at_most(Duration::from_secs(5))
+            .for_element(Locator::Id(&second))
+            .await
+            .expect("the second call waits");
+        let why = text_of(&c, &second).await;
+        assert!(why.contains("its skill.yaml"), "why it waits names the manifest: {why}");
+        let reason = "<img src=x onerror=\"document.title='pwned'\"> not today";
+        let reason_box = format!("reason-{second}");
+        c.execute("document.getElementById(arguments[0]).focus()", vec![json!(reason_box)]).await.expect("focus");
+        c.active_element().await.expect("the reason field").send_keys(reason).await.expect("type");
+        let third = persona_call(port, &persona_token, json!({"text": "c", "pattern": "c", "replacement": "#"}));
+        c.wait()
+            .at_most(Duration::from_secs(5))
+            .for_element(Locator::Id(&third))
+            .await
+            .expect("the third call shows live");
+        let kept = c
+            .execute("return document.getElementById(arguments[0]).value", vec![json!(reason_box)])
+            .await
+            .expect("read the field");
+        assert_eq!(kept, json!(reason), "the live update lost the typed reason");
+        click_live(&c, &format!("deny-{second}")).await;
+        let outcome = c
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Id("outcome"))
+            .await
+            .expect("the denied run's page");
+        assert_eq!(outcome.text().await.expect("outcome"), "denied");
+        let error = c.find(Locator::Id("run-error")).await.expect("error").text().await.expect("text");
+        assert_eq!(error, format!("denied (operator:console): {reason}"));
+        let timeline = c.find(Locator::Id("timeline")).await.expect("timeline").text().await.expect("text");
+        assert!(timeline.contains(&format!("denied by operator:console: {reason}")), "{timeline}");
+        let images = c.execute("return document.images.length", vec![]).await.expect("count");
+        assert_eq!(images, json!(0), "the reason became markup");
+        assert_ne!(c.title().await.expect("title"), "pwned");
+        shot(&c, "run-denied").await;
+        // The third, denied without a reason.
+        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        click_live(&c, &format!("deny-{third}")).await;
+        let error = c
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Id("run-error"))
+            .await
+            .expect("the third run's page")
+            .text()
+            .await
+            .expect("text");
+        assert_eq!(error, "denied (operator:console)");
 
         // The runs page: the call in the last hour's chart and the list.
         c.goto(&format!("{base}/runs")).await.expect("runs");
         let bars = c.find_all(Locator::Css("svg.minutes rect.ok")).await.expect("bars");
         assert_eq!(bars.len(), 1, "one minute with an ok call");
+        let denied = c.find_all(Locator::Css("svg.minutes rect.denied")).await.expect("bars");
+        assert!(!denied.is_empty(), "the two denials are drawn");
         let latency = c.find(Locator::Css("table.latency")).await.expect("latency table").text().await.expect("text");
         assert!(latency.contains("text.regex_replace"), "{latency}");
         let listed = c.find(Locator::Css("table.runs")).await.expect("runs table").text().await.expect("text");
@@ -597,15 +674,34 @@ fn an_operator_approves_in_chromium() {
     );
     let runs: Value = serde_json::from_str(&stdout(&o)).expect("runs JSON");
     let runs = runs.as_array().expect("runs");
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    assert_eq!(runs[0]["outcome"], "ok");
-    assert_eq!(runs[0]["decided_by"], "operator:console");
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let ran: Vec<&Value> = runs.iter().filter(|r| r["outcome"] == "ok").collect();
+    assert_eq!(ran.len(), 1, "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r["decided_by"] == "operator:console"),
+        "{runs:?}"
+    );
     let approvals: Vec<Value> = events(&data)
         .into_iter()
         .filter(|e| e["kind"] == "approval")
         .collect();
-    assert_eq!(approvals.len(), 1, "{approvals:?}");
-    assert_eq!(approvals[0]["detail"]["decided_by"], "operator:console");
+    assert_eq!(approvals.len(), 3, "{approvals:?}");
+    assert!(
+        approvals
+            .iter()
+            .all(|a| a["detail"]["decided_by"] == "operator:console"),
+        "{approvals:?}"
+    );
+    assert_eq!(
+        approvals
+            .iter()
+            .filter(|a| a["detail"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.ends_with("not today")))
+            .count(),
+        1,
+        "{approvals:?}"
+    );
     drop(server);
 }
 
@@ -912,6 +1008,40 @@ fn grants_and_tokens_change_from_chromium() {
 
 /// Clicks a form's button and waits (bounded) until the page it leads to
 /// has loaded: a navigation right after a click could cancel the POST.
+/// Clicks the element of id `id` in the live queue, finding it again when
+/// a live update replaced it between finding and clicking.
+async fn click_live(c: &fantoccini::Client, id: &str) {
+    use fantoccini::error::{CmdError, ErrorStatus};
+    for _ in 0..20 {
+        let found = c
+            .wait()
+            .at_most(Duration::from_secs(5))
+            .for_element(fantoccini::Locator::Id(id))
+            .await
+            .unwrap_or_else(|e| panic!("no #{id}: {e}"));
+        match found.click().await {
+            Ok(_) => return,
+            Err(CmdError::Standard(e)) if e.error == ErrorStatus::StaleElementReference => {}
+            Err(e) => panic!("click #{id}: {e}"),
+        }
+    }
+    panic!("#{id} stayed stale through 20 tries");
+}
+
+/// The text of the element of id `id`, read in the page (no element
+/// reference a live update could make stale).
+async fn text_of(c: &fantoccini::Client, id: &str) -> String {
+    c.execute(
+        "const e = document.getElementById(arguments[0]); return e ? e.innerText : null",
+        vec![json!(id)],
+    )
+    .await
+    .expect("read the page")
+    .as_str()
+    .unwrap_or_else(|| panic!("no #{id}"))
+    .to_string()
+}
+
 async fn submit(c: &fantoccini::Client, button: fantoccini::elements::Element) {
     c.execute("window.__before_submit = true", vec![])
         .await

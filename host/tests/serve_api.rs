@@ -837,6 +837,10 @@ async fn personas_runs_and_an_approval_through_the_api() {
         .unwrap_or_else(|| panic!("notes.write_note missing: {tools}"))
         .clone();
     assert_eq!(write["requires_confirmation"], true);
+    assert_eq!(
+        write["confirmation_reason"],
+        "the server does not annotate it `readOnlyHint: true`"
+    );
     let waiting = |text: &str| {
         let o = skillhost(
             &data,
@@ -857,6 +861,7 @@ async fn personas_runs_and_an_approval_through_the_api() {
     };
     let first = waiting("from the api");
     let second = waiting("never");
+    let third = waiting("not this either");
 
     let (status, pending) = api.get("/api/approvals").await;
     assert_eq!(status, 200, "{pending}");
@@ -878,12 +883,39 @@ async fn personas_runs_and_an_approval_through_the_api() {
     assert_eq!(status, 409, "{body}");
     assert!(error_of(&body).contains("approved"), "{body}");
 
+    // A denial's reason: malformed ones are refused with nothing decided.
+    let deny_second = format!("/api/runs/{second}/deny");
+    for (body, names) in [
+        (json!({"reason": "x".repeat(501)}), "501 characters"),
+        (json!({"reason": "stop\u{1b}[2J"}), "U+001B"),
+        (json!({"reason": 5}), "reason"),
+        (json!({"why": "unknown field"}), "why"),
+    ] {
+        let (status, err) = api.post(&deny_second, body.clone()).await;
+        assert_eq!(status, 400, "{body}: {err}");
+        assert!(error_of(&err).contains(names), "{body}: {err}");
+    }
+    let (_, still) = api.get(&format!("/api/runs/{second}")).await;
+    assert_eq!(still["approval"], "pending", "{still}");
     let (status, run) = api
-        .post(&format!("/api/runs/{second}/deny"), json!({}))
+        .post(
+            &deny_second,
+            json!({"reason": "  notes are frozen this week <b>really</b>\n"}),
+        )
         .await;
     assert_eq!(status, 200, "{run}");
     assert_eq!(run["outcome"], "denied");
     assert_eq!(run["approval"], "denied");
+    assert_eq!(
+        run["error"],
+        "denied (operator:admin-token): notes are frozen this week <b>really</b>"
+    );
+    // No body at all: denied without a reason.
+    let (status, run) = api
+        .call("POST", &format!("/api/runs/{third}/deny"), None)
+        .await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["error"], "denied (operator:admin-token)");
     let (status, body) = api
         .post(&format!("/api/runs/{second}/approve"), json!({}))
         .await;
@@ -927,7 +959,10 @@ async fn personas_runs_and_an_approval_through_the_api() {
     let (_, ok_runs) = api.get("/api/runs?status=ok&persona=ana").await;
     assert_eq!(names(&ok_runs, "run_id"), vec![first.clone()]);
     let (_, denied) = api.get("/api/runs?status=denied").await;
-    assert_eq!(names(&denied, "run_id"), vec![second.clone()]);
+    assert_eq!(
+        names(&denied, "run_id"),
+        vec![third.clone(), second.clone()]
+    );
     let (_, one) = api.get("/api/runs?limit=1").await;
     assert_eq!(one.as_array().map(Vec::len), Some(1));
     for bad in [

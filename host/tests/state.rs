@@ -894,14 +894,42 @@ fn confirmation_through_the_cli() {
     assert!(err.contains(&id), "{err}");
     fails(&data, &["runs", "deny", &id], 1, &["already approved"]);
 
-    // Denied: approve is refused later.
+    // Denied with a reason: approve is refused later; the reason is in
+    // the run's error and its approval event. A reason too long is
+    // refused with nothing decided.
     let denied = call_waiting(&data, None);
-    let out = ok(&data, &["runs", "deny", &denied]);
+    let long = "x".repeat(501);
+    fails(
+        &data,
+        &["runs", "deny", &denied, "--reason", &long],
+        1,
+        &["501 characters", "nothing was decided"],
+    );
+    let run = ok_json(&data, &["runs", "show", &denied, "--json"]);
+    assert_eq!(run["approval"], "pending", "{run}");
+    let out = ok(
+        &data,
+        &["runs", "deny", &denied, "--reason", "not on a Friday"],
+    );
     assert!(out.contains(&denied), "{out}");
     fails(&data, &["runs", "approve", &denied], 1, &["denied"]);
     let run = ok_json(&data, &["runs", "show", &denied, "--json"]);
     assert_eq!(run["outcome"], "denied", "{run}");
     assert_eq!(run["approval"], "denied", "{run}");
+    assert_eq!(
+        run["error"], "denied (operator:cli): not on a Friday",
+        "{run}"
+    );
+    let events = run["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1, "{run}");
+    assert_eq!(events[0]["kind"], "approval", "{run}");
+    assert_eq!(events[0]["detail"]["reason"], "not on a Friday", "{run}");
+    assert_eq!(events[0]["detail"]["decided_by"], "operator:cli", "{run}");
+    let text = ok(&data, &["runs", "show", &denied]);
+    assert!(
+        text.contains("event") && text.contains("not on a Friday"),
+        "{text}"
+    );
 
     // Unknown run: a clear error.
     fails(

@@ -50,6 +50,10 @@ pub struct McpTool {
     pub mutates_data: bool,
     /// Whether a call needs the operator's confirmation.
     pub requires_confirmation: bool,
+    /// Why it needs confirmation, naming the configuration field or the
+    /// annotation that decided; `None` when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_reason: Option<String>,
     /// The time a call may take.
     #[serde(serialize_with = "as_secs", deserialize_with = "from_secs")]
     pub timeout: Duration,
@@ -159,6 +163,13 @@ pub fn classify_tools(server: &ServerConfig, raw: &[Value]) -> (Vec<McpTool>, Ve
         let requires_confirmation = over
             .and_then(|o| o.requires_confirmation)
             .unwrap_or(mutates_data);
+        let confirmation_reason = requires_confirmation.then(|| {
+            confirmation_reason(
+                over.and_then(|o| o.requires_confirmation).is_some(),
+                over.and_then(|o| o.mutates_data).is_some(),
+                &annotations,
+            )
+        });
         let timeout = if mutates_data {
             server.timeouts.mutating()
         } else {
@@ -182,11 +193,39 @@ pub fn classify_tools(server: &ServerConfig, raw: &[Value]) -> (Vec<McpTool>, Ve
             annotations,
             mutates_data,
             requires_confirmation,
+            confirmation_reason,
             timeout,
             definition_hash: definition_hash(t),
         });
     }
     (out, warnings)
+}
+
+/// Why a tool that needs confirmation needs it: the operator's override
+/// when one decided, else the server's annotations as sent.
+fn confirmation_reason(
+    by_override: bool,
+    mutates_by_override: bool,
+    annotations: &Value,
+) -> String {
+    if by_override {
+        return "the server's configuration sets `requires_confirmation: true` for it".into();
+    }
+    if mutates_by_override {
+        return "the server's configuration sets `mutates_data: true` for it".into();
+    }
+    let read_only = annotations
+        .get("readOnlyHint")
+        .or_else(|| annotations.get("read_only_hint"))
+        .and_then(Value::as_bool);
+    let mut why = match read_only {
+        Some(false) => "the server annotates it `readOnlyHint: false`".to_string(),
+        _ => "the server does not annotate it `readOnlyHint: true`".to_string(),
+    };
+    if annotations.get("destructiveHint").and_then(Value::as_bool) == Some(true) {
+        why.push_str(" and `destructiveHint: true`");
+    }
+    why
 }
 
 #[cfg(test)]
@@ -206,6 +245,38 @@ mod tests {
         );
         assert!(t.iter().all(|t| t.mutates_data && t.requires_confirmation));
         assert_eq!(t[0].timeout, Duration::from_secs(60));
+        let why = |name: &str| {
+            t.iter()
+                .find(|t| t.tool == name)
+                .and_then(|t| t.confirmation_reason.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            why("w"),
+            "the server does not annotate it `readOnlyHint: true`"
+        );
+        assert_eq!(why("r"), "the server annotates it `readOnlyHint: false`");
+    }
+
+    #[test]
+    fn the_reason_names_the_destructive_hint_and_nothing_for_read_only_tools() {
+        let server = ServerConfig::stdio("s", "node", ["x"]);
+        let (t, _) = classify_tools(
+            &server,
+            &[
+                json!({"name": "d", "annotations": {"destructiveHint": true, "readOnlyHint": "<b>"}}),
+                json!({"name": "r", "annotations": {"readOnlyHint": true}}),
+            ],
+        );
+        let d = t.iter().find(|t| t.tool == "d").expect("d");
+        assert_eq!(
+            d.confirmation_reason.as_deref(),
+            Some(
+                "the server does not annotate it `readOnlyHint: true` and `destructiveHint: true`"
+            )
+        );
+        let r = t.iter().find(|t| t.tool == "r").expect("r");
+        assert_eq!(r.confirmation_reason, None);
     }
 
     #[test]
@@ -236,6 +307,11 @@ mod tests {
         let w = t.iter().find(|t| t.tool == "w").unwrap();
         assert!(r.mutates_data && r.requires_confirmation);
         assert!(w.mutates_data && !w.requires_confirmation);
+        assert_eq!(
+            r.confirmation_reason.as_deref(),
+            Some("the server's configuration sets `mutates_data: true` for it")
+        );
+        assert_eq!(w.confirmation_reason, None);
     }
 
     #[test]

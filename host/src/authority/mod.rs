@@ -54,8 +54,8 @@ pub use call::{CallRequest, Caller, RunOutput, RunReport};
 pub use personas::{PersonaGrants, SkillGrantView};
 pub(crate) use runs::Resumed;
 pub use runs::{
-    ACTIVITY_MAX_RUNS, Activity, ClientAnswer, Decider, EventPage, GcReport, MinuteCounts,
-    ToolLatency,
+    ACTIVITY_MAX_RUNS, Activity, ClientAnswer, Decider, EventPage, GcReport, InputRef,
+    MinuteCounts, RunDetail, ToolLatency,
 };
 pub use skills::SkillStatus;
 

@@ -6,10 +6,12 @@
 //! [`Host::deny`] ends it. A decision is taken in one transaction on a run
 //! that is still pending, so two deciders never both win.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::{CallRequest, Caller, Host, HostInner, RunReport, lock};
 use crate::error::{ApprovalError, RefError, StateError};
+use crate::limits::{DENY_REASON_MAX_CHARS, RUN_DETAIL_MAX_CHILDREN, RUN_DETAIL_MAX_EVENTS};
 use crate::state::refs::{RefBlobs, RefInfo};
 use crate::state::runs::{Approval, HostEvent, Outcome, RunFilter, RunPage, RunRecord, now_ms};
 
@@ -29,7 +31,7 @@ impl HostInner {
         let now = now_ms();
         for r in pending {
             if r.expires_at_ms.is_some_and(|t| t <= now) {
-                let _ = self.decide(&r.run_id, Approval::Expired, EXPIRY);
+                let _ = self.decide(&r.run_id, Approval::Expired, EXPIRY, None);
             }
         }
     }
@@ -41,11 +43,15 @@ impl HostInner {
         run_id: &str,
         decision: Approval,
         decided_by: &str,
+        reason: Option<&str>,
     ) -> Result<Option<RunRecord>, StateError> {
-        let error = match decision {
-            Approval::Denied => Some(format!("denied ({decided_by})")),
-            Approval::Expired => Some("the approval expired before anyone approved it".to_string()),
-            Approval::Pending | Approval::Approved => None,
+        let error = match (decision, reason) {
+            (Approval::Denied, Some(reason)) => Some(format!("denied ({decided_by}): {reason}")),
+            (Approval::Denied, None) => Some(format!("denied ({decided_by})")),
+            (Approval::Expired, _) => {
+                Some("the approval expired before anyone approved it".to_string())
+            }
+            (Approval::Pending | Approval::Approved, _) => None,
         };
         let before =
             lock(&self.store).decide_run(run_id, decision, decided_by, error.as_deref())?;
@@ -64,7 +70,12 @@ impl HostInner {
                 server: Some(r.server.clone()),
                 outcome: Some(outcome),
                 duration_ms: None,
-                detail: serde_json::json!({ "decision": decision, "decided_by": decided_by }),
+                detail: match reason {
+                    Some(reason) => serde_json::json!({
+                        "decision": decision, "decided_by": decided_by, "reason": reason,
+                    }),
+                    None => serde_json::json!({ "decision": decision, "decided_by": decided_by }),
+                },
             });
         }
         Ok(before)
@@ -183,7 +194,10 @@ impl Host {
     ) -> Result<RunReport, ApprovalError> {
         let run = self.pending(run_id)?;
         let decided_by = decider.to_string();
-        let Some(before) = self.inner.decide(run_id, Approval::Approved, &decided_by)? else {
+        let Some(before) = self
+            .inner
+            .decide(run_id, Approval::Approved, &decided_by, None)?
+        else {
             return Err(decided_meanwhile(run_id));
         };
         let caller = match &run.persona {
@@ -232,11 +246,33 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub fn deny_by(&self, run_id: &str, decider: &Decider) -> Result<RunRecord, ApprovalError> {
+        self.deny_because(run_id, decider, None)
+    }
+
+    /// [`Host::deny_by`] with the operator's reason, which the run's error
+    /// (what the agent reads), its `approval` event and the console carry.
+    /// A blank reason counts as none; one longer than
+    /// [`DENY_REASON_MAX_CHARS`] or holding control characters other than
+    /// line breaks and tabs is refused before anything is decided.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::ApprovalError> {
+    /// let op = skillhost::Decider::operator("cli");
+    /// host.deny_because("run_0123", &op, Some("that folder holds customer data"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn deny_because(
+        &self,
+        run_id: &str,
+        decider: &Decider,
+        reason: Option<&str>,
+    ) -> Result<RunRecord, ApprovalError> {
+        let reason = deny_reason(reason)?;
         self.pending(run_id)?;
         let decided_by = decider.to_string();
         if self
             .inner
-            .decide(run_id, Approval::Denied, &decided_by)?
+            .decide(run_id, Approval::Denied, &decided_by, reason.as_deref())?
             .is_none()
         {
             return Err(decided_meanwhile(run_id));
@@ -281,7 +317,7 @@ impl Host {
             }
         }
         if run.expires_at_ms.is_some_and(|t| t <= now_ms()) {
-            self.inner.decide(run_id, Approval::Expired, EXPIRY)?;
+            self.inner.decide(run_id, Approval::Expired, EXPIRY, None)?;
             return decided(expired(run_id));
         }
         Ok(run)
@@ -590,6 +626,43 @@ impl Host {
         Ok(lock(&self.inner.store).run(run_id)?)
     }
 
+    /// A run with what surrounds it: its events (decisions, outbound
+    /// requests, questions; at most [`RUN_DETAIL_MAX_EVENTS`]), the runs it
+    /// invoked (at most [`RUN_DETAIL_MAX_CHILDREN`]) and the refs it was
+    /// handed. `None` when there is no such run.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
+    /// if let Some(d) = host.run_detail("run_0123")? {
+    ///     for e in &d.events { println!("{} {}", e.at_ms, e.kind); }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn run_detail(&self, run_id: &str) -> Result<Option<RunDetail>, StateError> {
+        let Some(run) = self.run(run_id)? else {
+            return Ok(None);
+        };
+        let store = lock(&self.inner.store);
+        let events = store.run_events(run_id, RUN_DETAIL_MAX_EVENTS)?;
+        let children = store.child_runs(run_id, RUN_DETAIL_MAX_CHILDREN)?;
+        let refs = run
+            .input_refs
+            .iter()
+            .map(|id| {
+                Ok(InputRef {
+                    ref_id: id.clone(),
+                    stored: store.ref_record(id)?,
+                })
+            })
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(Some(RunDetail {
+            run,
+            events,
+            children,
+            refs,
+        }))
+    }
+
     /// What happened over the last `minutes` minutes, from the recorded
     /// runs (at most [`ACTIVITY_MAX_RUNS`] of the newest): calls per minute
     /// by outcome and durations by tool.
@@ -604,8 +677,13 @@ impl Host {
         self.flush();
         let now = now_ms();
         let since = now - (minutes as i64) * 60_000;
-        let runs = lock(&self.inner.store).run_activity(since, ACTIVITY_MAX_RUNS)?;
-        Ok(Activity::of(&runs, now, minutes))
+        let mut tally = Tally::new(now, minutes);
+        lock(&self.inner.store).run_activity(
+            since,
+            ACTIVITY_MAX_RUNS,
+            |at, tool, outcome, d| tally.add(at, tool, outcome, d),
+        )?;
+        Ok(tally.finish())
     }
 
     /// The events of this host as they happen (calls, approvals). A slow
@@ -697,6 +775,69 @@ impl Host {
         }
         Ok(self.inner.refs.remove(ref_id)?)
     }
+}
+
+/// A run with what surrounds it ([`Host::run_detail`]).
+///
+/// ```no_run
+/// # fn f(d: skillhost::RunDetail) {
+/// println!("{} invoked {} runs", d.run.run_id, d.children.len());
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunDetail {
+    /// The run (serialized flat: the run's fields, then `events`,
+    /// `children` and `refs`).
+    #[serde(flatten)]
+    pub run: RunRecord,
+    /// Its events other than the `call` event its row already holds
+    /// (`approval`, `outbound`, `question_asked`…), oldest first.
+    pub events: Vec<HostEvent>,
+    /// The runs it invoked through `host.invoke`, oldest first.
+    pub children: Vec<RunRecord>,
+    /// The refs it was handed, in the order given.
+    pub refs: Vec<InputRef>,
+}
+
+/// A ref a run was handed, and its record if it is still stored.
+///
+/// ```
+/// let r = skillhost::InputRef { ref_id: "ref_0".into(), stored: None };
+/// assert!(r.stored.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputRef {
+    /// The ref's id.
+    pub ref_id: String,
+    /// Its record; `None` when it was removed since (`refs rm`, `gc`).
+    pub stored: Option<RefInfo>,
+}
+
+/// An operator's reason for a denial, checked: trimmed, `None` when
+/// blank; refused when too long or holding control characters (other than
+/// line breaks and tabs) that would garble a log line or a terminal.
+fn deny_reason(reason: Option<&str>) -> Result<Option<String>, ApprovalError> {
+    let Some(reason) = reason.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let chars = reason.chars().count();
+    if chars > DENY_REASON_MAX_CHARS {
+        return Err(ApprovalError::Invalid(format!(
+            "the reason is {chars} characters; at most {DENY_REASON_MAX_CHARS} are kept, so \
+             shorten it (nothing was decided)"
+        )));
+    }
+    if let Some(c) = reason
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+    {
+        return Err(ApprovalError::Invalid(format!(
+            "the reason holds the control character U+{:04X}; write it as plain text \
+             (nothing was decided)",
+            c as u32
+        )));
+    }
+    Ok(Some(reason.to_string()))
 }
 
 /// A decision lost to another decider.
@@ -812,45 +953,76 @@ pub struct ToolLatency {
     pub p99_ms: i64,
 }
 
-impl Activity {
-    /// Buckets `runs` (created at, tool, outcome, duration) into `minutes`
-    /// minutes ending at `now_ms`.
-    fn of(runs: &[crate::state::runs::ActivityRow], now_ms: i64, minutes: usize) -> Activity {
-        let mut per_minute = vec![MinuteCounts::default(); minutes];
-        let mut durations: std::collections::HashMap<&str, (u64, Vec<i64>)> =
-            std::collections::HashMap::new();
-        for (at, tool, outcome, duration) in runs {
-            let ago = ((now_ms - at).max(0) / 60_000) as usize;
-            if ago < minutes {
-                let m = &mut per_minute[minutes - 1 - ago];
-                match outcome {
-                    Outcome::Ok => m.ok += 1,
-                    Outcome::Error | Outcome::Timeout | Outcome::Trapped => m.failed += 1,
-                    Outcome::Denied => m.denied += 1,
-                    Outcome::WaitingApproval | Outcome::Running | Outcome::InputRequired => {
-                        m.open += 1
-                    }
-                }
-            }
-            let entry = durations.entry(tool.as_str()).or_default();
-            entry.0 += 1;
-            if let Some(d) = duration {
-                entry.1.push(*d);
+/// [`Activity`] being counted, one run at a time (no run is kept).
+pub(crate) struct Tally {
+    now_ms: i64,
+    per_minute: Vec<MinuteCounts>,
+    /// Per tool: its runs, and how many took each duration (ms).
+    tools: std::collections::HashMap<String, (u64, std::collections::HashMap<i64, u64>)>,
+    runs: usize,
+}
+
+impl Tally {
+    /// An empty tally of `minutes` minutes ending at `now_ms`.
+    pub(crate) fn new(now_ms: i64, minutes: usize) -> Tally {
+        Tally {
+            now_ms,
+            per_minute: vec![MinuteCounts::default(); minutes],
+            tools: Default::default(),
+            runs: 0,
+        }
+    }
+
+    /// Counts one run: created at `at` (Unix ms), of `tool`, ended so.
+    pub(crate) fn add(&mut self, at: i64, tool: &str, outcome: Outcome, duration: Option<i64>) {
+        self.runs += 1;
+        let minutes = self.per_minute.len();
+        let ago = ((self.now_ms - at).max(0) / 60_000) as usize;
+        if ago < minutes {
+            let m = &mut self.per_minute[minutes - 1 - ago];
+            match outcome {
+                Outcome::Ok => m.ok += 1,
+                Outcome::Error | Outcome::Timeout | Outcome::Trapped => m.failed += 1,
+                Outcome::Denied => m.denied += 1,
+                Outcome::WaitingApproval | Outcome::Running | Outcome::InputRequired => m.open += 1,
             }
         }
-        let mut tools: Vec<ToolLatency> = durations
+        let entry = match self.tools.get_mut(tool) {
+            Some(e) => e,
+            None => self.tools.entry(tool.to_string()).or_default(),
+        };
+        entry.0 += 1;
+        if let Some(d) = duration {
+            *entry.1.entry(d).or_default() += 1;
+        }
+    }
+
+    /// The activity counted.
+    pub(crate) fn finish(self) -> Activity {
+        let mut tools: Vec<ToolLatency> = self
+            .tools
             .into_iter()
-            .map(|(tool, (calls, mut d))| {
+            .map(|(tool, (calls, histogram))| {
+                let mut d: Vec<(i64, u64)> = histogram.into_iter().collect();
                 d.sort_unstable();
+                let n: u64 = d.iter().map(|(_, c)| c).sum();
                 let pct = |p: f64| {
-                    if d.is_empty() {
-                        0
-                    } else {
-                        d[(((d.len() - 1) as f64) * p).round() as usize]
+                    if n == 0 {
+                        return 0;
                     }
+                    // The value at rank round((n - 1) p), as in a sorted list.
+                    let rank = (((n - 1) as f64) * p).round() as u64;
+                    let mut seen = 0;
+                    for (ms, count) in &d {
+                        seen += count;
+                        if seen > rank {
+                            return *ms;
+                        }
+                    }
+                    d.last().map(|(ms, _)| *ms).unwrap_or(0)
                 };
                 ToolLatency {
-                    tool: tool.to_string(),
+                    tool,
                     calls,
                     p50_ms: pct(0.50),
                     p95_ms: pct(0.95),
@@ -860,33 +1032,32 @@ impl Activity {
             .collect();
         tools.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.tool.cmp(&b.tool)));
         Activity {
-            per_minute,
+            per_minute: self.per_minute,
             tools,
-            truncated: runs.len() >= ACTIVITY_MAX_RUNS,
+            truncated: self.runs >= ACTIVITY_MAX_RUNS,
         }
     }
 }
 
 #[cfg(test)]
-mod activity_tests {
+mod tests {
     use super::*;
 
     #[test]
     fn runs_fall_in_their_minute_and_tools_get_percentiles() {
         let now = 10 * 60_000;
-        let runs = vec![
-            (now - 1_000, "a".to_string(), Outcome::Ok, Some(10)),
-            (now - 2_000, "a".to_string(), Outcome::Error, Some(30)),
-            (now - 61_000, "b".to_string(), Outcome::Denied, None),
-            (
-                now - 9 * 60_000 - 1,
-                "a".to_string(),
-                Outcome::WaitingApproval,
-                None,
-            ),
-            (now - 11 * 60_000, "c".to_string(), Outcome::Ok, Some(1)),
+        let runs = [
+            (now - 1_000, "a", Outcome::Ok, Some(10)),
+            (now - 2_000, "a", Outcome::Error, Some(30)),
+            (now - 61_000, "b", Outcome::Denied, None),
+            (now - 9 * 60_000 - 1, "a", Outcome::WaitingApproval, None),
+            (now - 11 * 60_000, "c", Outcome::Ok, Some(1)),
         ];
-        let a = Activity::of(&runs, now, 10);
+        let mut tally = Tally::new(now, 10);
+        for (at, tool, outcome, d) in runs {
+            tally.add(at, tool, outcome, d);
+        }
+        let a = tally.finish();
         assert_eq!(a.per_minute.len(), 10);
         assert_eq!(
             a.per_minute[9],
@@ -903,5 +1074,47 @@ mod activity_tests {
         assert_eq!(a.tools[0].calls, 3);
         assert_eq!((a.tools[0].p50_ms, a.tools[0].p99_ms), (30, 30));
         assert!(!a.truncated);
+    }
+
+    #[test]
+    fn percentiles_from_the_histogram_match_a_sorted_list() {
+        let durations: Vec<i64> = (0..1000).map(|i| (i * 7919) % 97).collect();
+        let mut tally = Tally::new(0, 1);
+        for d in &durations {
+            tally.add(0, "t", Outcome::Ok, Some(*d));
+        }
+        let a = tally.finish();
+        let mut sorted = durations.clone();
+        sorted.sort_unstable();
+        let at = |p: f64| sorted[(999.0 * p).round() as usize];
+        let t = &a.tools[0];
+        assert_eq!(
+            (t.p50_ms, t.p95_ms, t.p99_ms),
+            (at(0.50), at(0.95), at(0.99))
+        );
+        assert_eq!(t.calls, 1000);
+    }
+
+    #[test]
+    fn a_denial_reason_is_trimmed_bounded_and_plain_text() {
+        assert_eq!(deny_reason(None).expect("none"), None);
+        assert_eq!(deny_reason(Some("  \n ")).expect("blank"), None);
+        assert_eq!(
+            deny_reason(Some(" too broad\n\tsee the ticket ")).expect("ok"),
+            Some("too broad\n\tsee the ticket".to_string())
+        );
+        let at_limit = "é".repeat(DENY_REASON_MAX_CHARS);
+        assert!(
+            deny_reason(Some(&at_limit)).is_ok(),
+            "characters, not bytes"
+        );
+        let over = "x".repeat(DENY_REASON_MAX_CHARS + 1);
+        let e = deny_reason(Some(&over)).expect_err("too long");
+        assert!(matches!(e, ApprovalError::Invalid(_)), "{e:?}");
+        assert!(e.to_string().contains("501 characters"), "{e}");
+        for bad in ["a\u{1b}[2Jb", "a\u{0}b", "a\u{7f}b", "a\u{85}b"] {
+            let e = deny_reason(Some(bad)).expect_err("control character");
+            assert!(e.to_string().contains("control character"), "{e}");
+        }
     }
 }

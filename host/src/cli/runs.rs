@@ -51,6 +51,10 @@ pub(super) enum RunsCommand {
     Deny {
         /// The run id.
         id: String,
+        /// Why: the run's error (what the agent reads) and its `approval`
+        /// event carry it (at most 500 characters).
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// The questions MCP servers asked during calls that no client could
     /// answer, waiting for you (`runs answer` answers one).
@@ -192,12 +196,13 @@ pub(super) async fn runs(
             }
         }
         RunsCommand::Show { id, json } => {
-            let Some(run) = host.run(&id)? else {
+            let Some(detail) = host.run_detail(&id)? else {
                 anyhow::bail!("there is no run {id:?} (`skillhost runs list` shows runs)");
             };
             if json {
-                println!("{}", serde_json::to_string_pretty(&run)?);
+                println!("{}", serde_json::to_string_pretty(&detail)?);
             } else {
+                let run = &detail.run;
                 println!("run       {}", run.run_id);
                 println!("outcome   {}", run.outcome);
                 if let Some(a) = &run.approval {
@@ -218,11 +223,23 @@ pub(super) async fn runs(
                 if let Some(a) = &run.args {
                     println!("args      {a}");
                 }
-                if !run.input_refs.is_empty() {
-                    println!("refs      {}", run.input_refs.join(", "));
+                for r in &detail.refs {
+                    match &r.stored {
+                        Some(info) => println!(
+                            "ref       {} {:?} {} bytes sha256 {}",
+                            r.ref_id, info.label, info.size, info.sha256
+                        ),
+                        None => println!("ref       {} (removed since)", r.ref_id),
+                    }
                 }
                 if let Some(e) = &run.error {
                     println!("error     {e}");
+                }
+                for c in &detail.children {
+                    println!("invoked   {} {} {}", c.run_id, c.tool, c.outcome);
+                }
+                for e in &detail.events {
+                    println!("event     {} {} {}", e.at_ms / 1000, e.kind, e.detail);
                 }
             }
         }
@@ -276,8 +293,9 @@ pub(super) async fn runs(
                 serde_json::to_value(state)?.as_str().unwrap_or_default()
             );
         }
-        RunsCommand::Deny { id } => {
-            let run = host.deny_by(&id, &skillhost::Decider::operator("cli"))?;
+        RunsCommand::Deny { id, reason } => {
+            let run =
+                host.deny_because(&id, &skillhost::Decider::operator("cli"), reason.as_deref())?;
             println!(
                 "denied {} ({} for {})",
                 run.run_id,

@@ -116,6 +116,10 @@ pub struct ToolSpec {
     pub tool: String,
     /// Whether a call stops in `waiting_approval` until approved.
     pub requires_confirmation: bool,
+    /// Why it does, naming the manifest field, configuration field or
+    /// server annotation that decided (the approval queue shows it);
+    /// `None` when it does not.
+    pub confirmation_reason: Option<String>,
     /// Whether the tool may change data.
     pub mutates_data: bool,
     /// Who implements it: `skill:<skill name>` or the MCP server's name
@@ -515,6 +519,7 @@ impl Registry {
                     specialist,
                     tool: t.name.clone(),
                     requires_confirmation: t.requires_confirmation(),
+                    confirmation_reason: t.confirmation_reason(),
                     mutates_data,
                     server: server.clone(),
                     provider: Provider::Skill(m.name.clone()),
@@ -572,6 +577,7 @@ impl Registry {
                     specialist: specialist.to_string(),
                     tool: t.tool.tool.clone(),
                     requires_confirmation: t.tool.requires_confirmation,
+                    confirmation_reason: t.tool.confirmation_reason.clone(),
                     mutates_data: t.tool.mutates_data,
                     server: server.to_string(),
                     provider: Provider::Mcp(server.to_string()),

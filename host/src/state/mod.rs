@@ -240,6 +240,11 @@ const MIGRATIONS: &[&str] = &[
      CREATE TRIGGER gen_tokens_i AFTER INSERT ON api_tokens BEGIN UPDATE token_generation SET value = value + 1; END;
      CREATE TRIGGER gen_tokens_u AFTER UPDATE ON api_tokens BEGIN UPDATE token_generation SET value = value + 1; END;
      CREATE TRIGGER gen_tokens_d AFTER DELETE ON api_tokens BEGIN UPDATE token_generation SET value = value + 1; END;",
+    // 13: a run's detail reads its events and the runs it invoked. Both
+    // indexes leave out what every call writes (its `call` event, a null
+    // parent), so the call path pays nothing for them.
+    "CREATE INDEX events_run ON events (run_id) WHERE kind <> 'call' AND run_id IS NOT NULL;
+     CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;",
 ];
 
 /// The database.

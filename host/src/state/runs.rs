@@ -293,10 +293,6 @@ pub struct HostEvent {
     pub detail: serde_json::Value,
 }
 
-/// A run as the activity charts read it: when it was created (Unix ms),
-/// its tool, outcome and duration in ms.
-pub(crate) type ActivityRow = (i64, String, Outcome, Option<i64>);
-
 /// Unix milliseconds now.
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -451,28 +447,27 @@ impl Store {
         Ok(RunPage { runs, next })
     }
 
-    /// The runs created at or after `since_ms`, newest first, at most
-    /// `cap`: when each was created, its tool, outcome and duration (the
-    /// console's activity charts; a range of the time index).
+    /// Hands `each` the runs created at or after `since_ms`, newest first,
+    /// at most `cap`: when each was created, its tool, outcome and duration
+    /// (the console's activity charts; read from the time index alone,
+    /// nothing kept per run).
     pub(crate) fn run_activity(
         &self,
         since_ms: i64,
         cap: usize,
-    ) -> rusqlite::Result<Vec<ActivityRow>> {
-        self.conn()
-            .prepare_cached(
-                "SELECT created_at_ms, tool, outcome, duration_ms FROM runs
-                 WHERE created_at_ms >= ?1 ORDER BY created_at_ms DESC LIMIT ?2",
-            )?
-            .query_map(params![since_ms, cap as i64], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    Outcome::parse(&r.get::<_, String>(2)?),
-                    r.get(3)?,
-                ))
-            })?
-            .collect()
+        mut each: impl FnMut(i64, &str, Outcome, Option<i64>),
+    ) -> rusqlite::Result<()> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT created_at_ms, tool, outcome, duration_ms FROM runs
+             WHERE created_at_ms >= ?1 ORDER BY created_at_ms DESC LIMIT ?2",
+        )?;
+        let mut rows = stmt.query(params![since_ms, cap as i64])?;
+        while let Some(r) = rows.next()? {
+            let tool = r.get_ref(1)?.as_str().unwrap_or_default();
+            let outcome = Outcome::parse(r.get_ref(2)?.as_str().unwrap_or_default());
+            each(r.get(0)?, tool, outcome, r.get(3)?);
+        }
+        Ok(())
     }
 
     /// How many runs of `persona` (`None`: the operator) wait for approval
@@ -638,29 +633,44 @@ impl Store {
         limit: usize,
         before: Option<i64>,
     ) -> rusqlite::Result<Vec<(i64, HostEvent)>> {
-        let mut stmt = self.conn().prepare_cached(
-            "SELECT at, kind, run_id, persona, tool, server, outcome, duration_ms, detail, id
-             FROM events WHERE (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?1",
-        )?;
-        stmt.query_map(params![limit as i64, before], |r| {
-            let detail: String = r.get(8)?;
-            let outcome: Option<String> = r.get(6)?;
-            Ok((
-                r.get(9)?,
-                HostEvent {
-                    at_ms: r.get::<_, i64>(0)? * 1000,
-                    kind: r.get(1)?,
-                    run_id: r.get(2)?,
-                    persona: r.get(3)?,
-                    tool: r.get(4)?,
-                    server: r.get(5)?,
-                    outcome: outcome.as_deref().map(Outcome::parse),
-                    duration_ms: r.get(7)?,
-                    detail: serde_json::from_str(&detail).unwrap_or_default(),
-                },
-            ))
-        })?
-        .collect()
+        let mut stmt = self.conn().prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?1"
+        ))?;
+        stmt.query_map(params![limit as i64, before], event_from_row)?
+            .collect()
+    }
+
+    /// The events of run `run_id` other than its `call` event (which its
+    /// row already holds): decisions, outbound requests, questions; oldest
+    /// first, at most `limit`. Reads the `events_run` index.
+    pub(crate) fn run_events(
+        &self,
+        run_id: &str,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<HostEvent>> {
+        let mut stmt = self.conn().prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events
+             WHERE run_id = ?1 AND kind <> 'call' AND run_id IS NOT NULL
+             ORDER BY id LIMIT ?2"
+        ))?;
+        stmt.query_map(params![run_id, limit as i64], event_from_row)?
+            .map(|r| r.map(|(_, e)| e))
+            .collect()
+    }
+
+    /// The runs run `parent` invoked (`host.invoke`), oldest first, at most
+    /// `limit`. Reads the `runs_by_parent` index.
+    pub(crate) fn child_runs(
+        &self,
+        parent: &str,
+        limit: usize,
+    ) -> rusqlite::Result<Vec<RunRecord>> {
+        let mut stmt = self.conn().prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1
+             ORDER BY created_at_ms, run_id LIMIT ?2"
+        ))?;
+        stmt.query_map(params![parent, limit as i64], run_from_row)?
+            .collect()
     }
 
     /// Deletes the runs created before `cutoff_ms` that are decided (not
@@ -750,6 +760,30 @@ impl Store {
             |r| r.get(0),
         )
     }
+}
+
+/// The columns `event_from_row` reads, in order.
+const EVENT_COLUMNS: &str =
+    "at, kind, run_id, persona, tool, server, outcome, duration_ms, detail, id";
+
+/// An event and its id, from a row of [`EVENT_COLUMNS`].
+fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, HostEvent)> {
+    let detail: String = r.get(8)?;
+    let outcome: Option<String> = r.get(6)?;
+    Ok((
+        r.get(9)?,
+        HostEvent {
+            at_ms: r.get::<_, i64>(0)? * 1000,
+            kind: r.get(1)?,
+            run_id: r.get(2)?,
+            persona: r.get(3)?,
+            tool: r.get(4)?,
+            server: r.get(5)?,
+            outcome: outcome.as_deref().map(Outcome::parse),
+            duration_ms: r.get(7)?,
+            detail: serde_json::from_str(&detail).unwrap_or_default(),
+        },
+    ))
 }
 
 const RUN_COLUMNS: &str = "run_id, parent_run_id, persona, tool, server, outcome, approval, args, \
@@ -883,6 +917,97 @@ mod tests {
                 .has_event("tool_changed", Some("s"), Some("u"), &detail)
                 .expect("query")
         );
+    }
+
+    fn plan(store: &Store, sql: &str) -> Vec<String> {
+        store
+            .conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("prepare")
+            .query_map(params!["run_a", 10], |r| r.get(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows")
+    }
+
+    #[test]
+    fn a_runs_detail_reads_its_events_and_children_through_indexes() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(tmp.path()).expect("open");
+        let events = plan(
+            &store,
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events
+                 WHERE run_id = ?1 AND kind <> 'call' AND run_id IS NOT NULL ORDER BY id LIMIT ?2"
+            ),
+        );
+        assert!(
+            events.iter().any(|l| l.contains("USING INDEX events_run")),
+            "{events:?}"
+        );
+        let children = plan(
+            &store,
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1
+                 ORDER BY created_at_ms, run_id LIMIT ?2"
+            ),
+        );
+        assert!(
+            children
+                .iter()
+                .any(|l| l.contains("USING INDEX runs_by_parent")),
+            "{children:?}"
+        );
+
+        let event = |kind: &str, run: &str, n: i64| HostEvent {
+            at_ms: n * 1000,
+            kind: kind.into(),
+            run_id: Some(run.into()),
+            persona: None,
+            tool: Some("t.x".into()),
+            server: Some("skill:t".into()),
+            outcome: None,
+            duration_ms: None,
+            detail: serde_json::json!({ "n": n }),
+        };
+        for e in [
+            event("call", "run_a", 1),
+            event("approval", "run_a", 2),
+            event("approval", "run_b", 3),
+            event("outbound", "run_a", 4),
+        ] {
+            put_event_on(store.conn(), &e).expect("event");
+        }
+        let got = store.run_events("run_a", 10).expect("events");
+        let kinds: Vec<&str> = got.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["approval", "outbound"],
+            "oldest first, no call event"
+        );
+        assert_eq!(store.run_events("run_a", 1).expect("events").len(), 1);
+
+        for (id, parent, at) in [
+            ("run_c2", "run_a", 5),
+            ("run_c1", "run_a", 4),
+            ("run_x", "run_b", 3),
+        ] {
+            store
+                .conn()
+                .execute(
+                    "INSERT INTO runs (run_id, parent_run_id, tool, server, outcome,
+                     created_at_ms, updated_at_ms) VALUES (?1, ?2, 't.x', 'skill:t', 'ok', ?3, ?3)",
+                    params![id, parent, at],
+                )
+                .expect("insert");
+        }
+        let children: Vec<String> = store
+            .child_runs("run_a", 10)
+            .expect("children")
+            .into_iter()
+            .map(|r| r.run_id)
+            .collect();
+        assert_eq!(children, ["run_c1", "run_c2"]);
     }
 
     fn pending(store: &Store, run_id: &str) {

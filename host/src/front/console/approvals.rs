@@ -109,13 +109,22 @@ pub(super) async fn approve(
     }
 }
 
+/// The deny form: the CSRF token and the operator's reason, if any.
+#[derive(serde::Deserialize)]
+pub(super) struct DenyForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
 pub(super) async fn deny(
     State(st): State<AppState>,
     headers: HeaderMap,
     Path(run_id): Path<String>,
-    form: FormOf<CsrfForm>,
+    form: FormOf<DenyForm>,
 ) -> Response {
-    let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
+    let (csrf, reason) = form.map(|f| (f.0.csrf, f.0.reason)).unwrap_or_default();
     let session = match form_session(&st, &headers, &csrf, "console deny") {
         Ok(s) => s,
         Err(r) => return r,
@@ -123,7 +132,7 @@ pub(super) async fn deny(
     let host = st.host().clone();
     let id = run_id.clone();
     let denied = change(move || {
-        host.deny_by(&id, &Decider::operator("console"))
+        host.deny_because(&id, &Decider::operator("console"), Some(&reason))
             .map_err(failure)
     })
     .await;
@@ -167,12 +176,12 @@ async fn show_run(
 ) -> Response {
     let host = st.host().clone();
     let id = run_id.to_string();
-    let found = blocking(move || host.run(&id).map_err(|e| e.to_string())).await;
+    let found = blocking(move || host.run_detail(&id).map_err(|e| e.to_string())).await;
     match found {
-        Ok(Some(record)) => render(&views::Run {
+        Ok(Some(detail)) => render(&views::Run {
             nav: Some(nav),
             notice,
-            run: RunView::of(&record, output),
+            run: RunView::of(&detail, output),
         }),
         Ok(None) => problem(
             StatusCode::NOT_FOUND,

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use askama::Template;
+use serde_json::Value;
 
 use crate::limits::CONSOLE_ARGS_PREVIEW_CHARS;
-use crate::{Provider, RunRecord, ToolSpec};
+use crate::{HostEvent, Outcome, RunDetail, RunRecord, ToolSpec};
 
 /// The bar atop every signed-in page.
 pub(crate) struct Nav {
@@ -694,11 +695,10 @@ fn why_it_waits(spec: Option<&Arc<ToolSpec>>) -> String {
     let Some(spec) = spec else {
         return "the tool is no longer registered; approving it will fail".into();
     };
-    let source = match &spec.provider {
-        Provider::Skill(_) => "its skill's manifest asks for confirmation",
-        _ => "its MCP server's configuration or annotations ask for confirmation",
+    let mut why = match &spec.confirmation_reason {
+        Some(reason) => reason.clone(),
+        None => "it no longer needs confirmation; approving it runs it".to_string(),
     };
-    let mut why = source.to_string();
     if spec.mutates_data {
         why.push_str("; it may change data");
     }
@@ -722,7 +722,8 @@ pub(crate) struct RunView {
     pub error: Option<String>,
     pub output: Option<String>,
     pub args: Option<String>,
-    pub refs: Vec<String>,
+    pub refs: Vec<RefLine>,
+    pub children: Vec<ChildRun>,
     pub timeline: Vec<Moment>,
 }
 
@@ -732,20 +733,41 @@ pub(crate) struct Moment {
     pub what: String,
 }
 
+/// A ref a run was handed, as its page lists it.
+pub(crate) struct RefLine {
+    pub ref_id: String,
+    /// Label, size and digest; or that it was removed since.
+    pub what: String,
+}
+
+/// A run another run invoked.
+pub(crate) struct ChildRun {
+    pub run_id: String,
+    pub tool: String,
+    pub outcome: String,
+}
+
 impl RunView {
-    /// The view of a run; `output` when the page has its result.
-    pub fn of(r: &RunRecord, output: Option<String>) -> RunView {
+    /// The view of a run and what surrounds it; `output` when the page
+    /// has its result.
+    pub fn of(d: &RunDetail, output: Option<String>) -> RunView {
+        let r = &d.run;
         let mut timeline = vec![Moment {
             iso: iso(r.created_at_ms),
             what: match r.approval {
-                Some(_) => "called; waited for approval".into(),
+                Some(_) => "called; waits for an operator's approval".into(),
                 None => "called".into(),
             },
         }];
-        if r.updated_at_ms != r.created_at_ms {
-            let what = match (&r.decided_by, r.outcome.as_str()) {
-                (Some(by), outcome) => format!("decided by {by}; now {outcome}"),
-                (None, outcome) => format!("ended {outcome}"),
+        timeline.extend(d.events.iter().map(|e| Moment {
+            iso: iso(e.at_ms),
+            what: event_line(e),
+        }));
+        let ended = !matches!(r.outcome, Outcome::WaitingApproval | Outcome::Running);
+        if ended && (r.updated_at_ms != r.created_at_ms || d.events.is_empty()) {
+            let what = match r.duration_ms {
+                Some(ms) => format!("ended {} after {ms} ms", r.outcome),
+                None => format!("ended {}", r.outcome),
             };
             timeline.push(Moment {
                 iso: iso(r.updated_at_ms),
@@ -768,8 +790,73 @@ impl RunView {
                 .args
                 .as_ref()
                 .and_then(|a| serde_json::to_string_pretty(a).ok()),
-            refs: r.input_refs.clone(),
+            refs: d
+                .refs
+                .iter()
+                .map(|i| RefLine {
+                    ref_id: i.ref_id.clone(),
+                    what: match &i.stored {
+                        Some(info) => format!(
+                            "{}, {} bytes, sha256 {}",
+                            info.label, info.size, info.sha256
+                        ),
+                        None => "removed since".into(),
+                    },
+                })
+                .collect(),
+            children: d
+                .children
+                .iter()
+                .map(|c| ChildRun {
+                    run_id: c.run_id.clone(),
+                    tool: c.tool.clone(),
+                    outcome: c.outcome.as_str().to_string(),
+                })
+                .collect(),
             timeline,
+        }
+    }
+}
+
+/// One event of a run as its timeline says it.
+fn event_line(e: &HostEvent) -> String {
+    let text = |k: &str| e.detail.get(k).and_then(Value::as_str);
+    match e.kind.as_str() {
+        "approval" => {
+            let by = text("decided_by").unwrap_or("someone");
+            let mut line = match text("decision") {
+                Some("approved") => format!("approved by {by}"),
+                Some("denied") => format!("denied by {by}"),
+                Some("expired") => "expired: nobody approved it in time".to_string(),
+                Some(other) => format!("{other} by {by}"),
+                None => format!("decided by {by}"),
+            };
+            if let Some(reason) = text("reason") {
+                line.push_str(": ");
+                line.push_str(reason);
+            }
+            line
+        }
+        "outbound" => {
+            let method = text("method").unwrap_or("?");
+            let origin = text("origin").unwrap_or("?");
+            let status = e
+                .detail
+                .get("status")
+                .and_then(Value::as_u64)
+                .map(|s| format!(" → {s}"))
+                .unwrap_or_default();
+            let outcome = text("outcome").unwrap_or("?");
+            format!("outbound {method} {origin}{status} ({outcome})")
+        }
+        "question_asked" => format!(
+            "its MCP server asked the user: {}",
+            text("message").unwrap_or("(no message)")
+        ),
+        kind => {
+            let detail = e.detail.to_string();
+            let cut: String = detail.chars().take(200).collect();
+            format!("{kind}: {cut}")
         }
     }
 }

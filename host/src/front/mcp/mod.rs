@@ -1293,6 +1293,7 @@ mod tests {
             specialist: "general_worker".into(),
             tool: name.into(),
             requires_confirmation: mutates,
+            confirmation_reason: None,
             mutates_data: mutates,
             server: server.into(),
             provider: crate::registry::Provider::parse(server).expect("a server"),

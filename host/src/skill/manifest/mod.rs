@@ -169,6 +169,24 @@ impl ToolDecl {
     pub fn requires_confirmation(&self) -> bool {
         self.requires_confirmation.unwrap_or(!self.read_only)
     }
+
+    /// Why calls need confirmation, naming the `skill.yaml` field that
+    /// decided; `None` when they do not.
+    ///
+    /// ```
+    /// let t: skillhost::ToolDecl = serde_yaml::from_str("name: a\ndescription: d").unwrap();
+    /// assert_eq!(t.confirmation_reason().as_deref(),
+    ///     Some("its skill.yaml does not declare `read_only: true`"));
+    /// ```
+    pub fn confirmation_reason(&self) -> Option<String> {
+        match (self.requires_confirmation, self.read_only) {
+            (Some(true), _) => {
+                Some("its skill.yaml declares `requires_confirmation: true`".to_string())
+            }
+            (None, false) => Some("its skill.yaml does not declare `read_only: true`".to_string()),
+            (Some(false), _) | (None, true) => None,
+        }
+    }
 }
 
 /// Limits as a manifest asks for them.

@@ -22,9 +22,18 @@
       if (resp.status === 401) { window.location.assign("/sign-in"); return; }
       if (!resp.ok) return;
       const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
-      // Keep a form the operator is typing into.
-      if (queue.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return;
+      // Keep what the operator typed (a reason) and where the focus was.
+      const typed = new Map();
+      for (const input of queue.querySelectorAll("input[type=text]")) {
+        if (input.value) typed.set(input.id, input.value);
+      }
+      const focused = queue.contains(document.activeElement) ? document.activeElement.id : "";
       queue.replaceChildren(...Array.from(doc.body.childNodes, (n) => document.importNode(n, true)));
+      for (const [id, value] of typed) {
+        const input = document.getElementById(id);
+        if (input) input.value = value;
+      }
+      if (focused) document.getElementById(focused)?.focus();
     } finally {
       fetching = false;
       if (again) { again = false; refreshQueue(); }

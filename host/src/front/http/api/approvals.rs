@@ -6,7 +6,7 @@ use axum::extract::State;
 use super::blocking;
 use super::error::{ApiError, ErrorBody};
 use super::extract::PathArgs;
-use super::extract::{JsonBody, QueryArgs};
+use super::extract::{JsonBody, OptionalJsonBody, QueryArgs};
 use super::runs::{EventsQuery, RunReportView, RunView, limit, paged};
 use crate::authority::Decider;
 use crate::front::http::{AdminAuth, AppState};
@@ -71,15 +71,28 @@ pub(crate) async fn approve(
     Ok(Json(report.into()))
 }
 
-/// Denies a waiting run.
+/// Why the operator denies a run.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DenyInput {
+    /// A few words the run's error (what the agent reads) and its
+    /// `approval` event carry: at most `DENY_REASON_MAX_CHARS` (500)
+    /// characters, no control characters but line breaks and tabs.
+    pub reason: Option<String>,
+}
+
+/// Denies a waiting run, with an optional reason (the body may be left
+/// out).
 #[utoipa::path(
     post,
     path = "/runs/{run_id}/deny",
     operation_id = "approvals_deny",
     tag = "approvals",
     params(("run_id" = String, Path, description = "The run")),
+    request_body(content = Option<DenyInput>, description = "The reason, if any", content_type = "application/json"),
     responses(
         (status = 200, description = "Denied: the run now", body = RunView),
+        (status = 400, description = "The reason is too long or holds control characters; nothing was decided", body = ErrorBody),
         (status = 404, description = "No such run", body = ErrorBody),
         (status = 409, description = "The run does not wait for approval (decided, expired, or never asked)", body = ErrorBody),
     )
@@ -88,9 +101,16 @@ pub(crate) async fn deny(
     _: AdminAuth,
     State(st): State<AppState>,
     PathArgs(id): PathArgs<String>,
+    OptionalJsonBody(input): OptionalJsonBody<DenyInput>,
 ) -> Result<Json<RunView>, ApiError> {
     let host = st.host().clone();
-    blocking(move || Ok(Json(host.deny_by(&id, &admin())?.into()))).await
+    let reason = input.and_then(|i| i.reason);
+    blocking(move || {
+        Ok(Json(
+            host.deny_because(&id, &admin(), reason.as_deref())?.into(),
+        ))
+    })
+    .await
 }
 
 /// A question an MCP server asked during a call that no client could

@@ -35,6 +35,35 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A JSON request body of type `T` that may be left out: no body (or one
+/// of only whitespace) is `None`; anything else must be JSON of type `T`
+/// sent as `application/json`.
+pub(crate) struct OptionalJsonBody<T>(pub Option<T>);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let (parts, body) = req.into_parts();
+        let bytes = match Bytes::from_request(Request::from_parts(parts.clone(), body), state).await
+        {
+            Ok(b) => b,
+            Err(e) => {
+                return Err(ApiError::bad_request(format!(
+                    "the request body was refused: {} ({SEE_THE_DOCUMENT})",
+                    e.body_text()
+                )));
+            }
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(None));
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
+        let JsonBody(v) = JsonBody::<T>::from_request(req, state).await?;
+        Ok(OptionalJsonBody(Some(v)))
+    }
+}
+
 /// The query string, as type `T`.
 pub(crate) struct QueryArgs<T>(pub T);
 

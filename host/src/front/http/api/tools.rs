@@ -24,6 +24,10 @@ pub(crate) struct ToolSpecView {
     pub tool: String,
     /// Whether a call stops in `waiting_approval` until approved.
     pub requires_confirmation: bool,
+    /// Why it does: the manifest field, configuration field or server
+    /// annotation that decided. Absent when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_reason: Option<String>,
     /// Whether the tool may change data.
     pub mutates_data: bool,
     /// Who implements it: `skill:<name>` or the MCP server's name.
@@ -46,6 +50,7 @@ impl From<&ToolSpec> for ToolSpecView {
             specialist: t.specialist.clone(),
             tool: t.tool.clone(),
             requires_confirmation: t.requires_confirmation,
+            confirmation_reason: t.confirmation_reason.clone(),
             mutates_data: t.mutates_data,
             server: t.server.clone(),
             description: t.description.clone(),
