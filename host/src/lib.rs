@@ -147,4 +147,4 @@ pub use front::http::{
     AdminAuth, AppState, DEFAULT_GRACE, HttpLimits, HttpServer, HttpServerBuilder, OriginPolicy,
     api_router, raise_open_files_limit,
 };
-pub use front::mcp::McpFront;
+pub use front::mcp::{McpFront, StdioSessionError};

@@ -121,6 +121,12 @@ pub const RUN_DETAIL_MAX_EVENTS: usize = 200;
 /// at most `MAX_INVOKE_DEPTH` deep, but a guest may invoke in a loop.
 pub const RUN_DETAIL_MAX_CHILDREN: usize = 100;
 
+/// Longest line (one JSON-RPC message) `serve --stdio` reads from its
+/// client: 16 MiB, the MCP SDK's own default, far above any call's
+/// arguments a tool needs. A longer line is a broken or hostile client: it
+/// is dropped as it is read (and logged), never buffered whole.
+pub const MCP_STDIO_MAX_LINE_BYTES: usize = 16 << 20;
+
 /// Most core instances one call's component may create: 128. A Rust
 /// component makes about four; the standard Python toolchain's output
 /// (componentize-py, CPython with its WASI adapters) makes 38, and

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args};
-use rmcp::ServiceExt;
 
 use skillhost::Caller;
 use skillhost::McpFront;
@@ -135,14 +134,8 @@ pub(super) async fn serve(data_dir: &Path, args: ServeArgs) -> anyhow::Result<()
     tokio::spawn(async move { connecting.connect_mcp_servers().await });
     let front = McpFront::new(host.clone(), caller).with_elicitation(!args.no_elicitation);
     let session = async {
-        let running = front
-            .serve(rmcp::transport::stdio_pipes())
-            .await
-            .map_err(|e| anyhow::anyhow!("the MCP client's handshake failed: {e}"))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| anyhow::anyhow!("the MCP session ended with an error: {e}"))?;
+        let (input, output) = rmcp::transport::stdio_pipes();
+        front.serve_stdio(input, output).await?;
         anyhow::Ok(())
     };
     let served = tokio::select! {

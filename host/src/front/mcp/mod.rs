@@ -50,6 +50,8 @@ mod forward;
 mod logging;
 mod prompts;
 mod resources;
+mod stdio;
+pub use stdio::StdioSessionError;
 pub(crate) mod skills;
 mod subscriptions;
 
@@ -847,13 +849,13 @@ impl ServerHandler for McpFront {
             _ => listed(&self.specs()?),
         };
         if !known {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{}`",
-                    crate::escape::escape_control(&name, 128, false)
-                ),
-                None,
-            ));
+            let why = format!(
+                "unknown tool `{}`",
+                crate::escape::escape_control(&name, 128, false)
+            );
+            // Not there for this caller: refused, and audited as such.
+            self.host.refused(&self.caller, &name, "tools/call", &why);
+            return Err(ErrorData::invalid_params(why, None));
         }
         let mut forwarders = forward::Forwarders::default();
         let progress = forward::progress_sink(&context, &mut forwarders);
