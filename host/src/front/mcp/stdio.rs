@@ -169,6 +169,9 @@ where
     let mut line = Vec::new();
     let mut calls = tokio::task::JoinSet::new();
     loop {
+        // Forget the calls that ended (a finished task stays in the set,
+        // holding memory, until it is joined).
+        while calls.try_join_next().is_some() {}
         match read_line(&mut input, &mut line).await {
             Ok(Some(Fits::Yes)) => {}
             Ok(Some(Fits::No)) => {
