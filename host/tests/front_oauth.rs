@@ -611,7 +611,20 @@ fn the_python_sdk_signs_in_and_bad_tokens_are_refused_for_their_reason() {
     let claims = jwt_claims(&sdk_token);
     assert_eq!(claims["aud"], mcp_url, "{claims}");
     assert_eq!(claims["skillhost_persona"], "ana", "{claims}");
-    assert_eq!(front.refused_events().len(), 0, "no refusal yet");
+    // The one refusal so far: the SDK's call of a tool ana may not use
+    // (an unknown tool to her, audited as any refusal).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let refused = loop {
+        let refused = front.refused_events();
+        if !refused.is_empty() || Instant::now() > deadline {
+            break refused;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["tool"], "json.query", "{refused:?}");
+    assert_eq!(refused[0]["persona"], "ana", "{refused:?}");
+    front.refusals = refused.len();
     // The SDK's call ran as ana.
     let calls = front.events("call");
     assert!(
@@ -656,6 +669,21 @@ fn the_python_sdk_signs_in_and_bad_tokens_are_refused_for_their_reason() {
     assert_eq!(front.tools(&for_bob), Vec::<String>::new());
     let r = front.word_count(&for_bob);
     assert!(r["error"].to_string().contains("unknown tool"), "{r}");
+    // That refusal is audited, naming bob (polled: the writer commits it
+    // within a group commit).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let refused = front.refused_events();
+        if refused.len() > front.refusals {
+            assert_eq!(refused.len(), front.refusals + 1, "{refused:?}");
+            assert_eq!(refused[0]["persona"], "bob", "{refused:?}");
+            assert_eq!(refused[0]["tool"], "text.word_count", "{refused:?}");
+            front.refusals = refused.len();
+            break;
+        }
+        assert!(Instant::now() < deadline, "bob's refusal was not audited");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // An access token is not the operator's: /api refuses it.
     let r = rt.block_on(async {
         front
