@@ -457,6 +457,32 @@ fn start_driver() -> Driver {
     Driver { child, port }
 }
 
+/// chromedriver, a runtime to drive it from, and a fresh Chromium profile
+/// under the test's work folder.
+struct Chromium {
+    driver: Driver,
+    rt: tokio::runtime::Runtime,
+    profile: PathBuf,
+}
+
+impl Chromium {
+    fn start(work: &Path) -> Chromium {
+        Chromium {
+            driver: start_driver(),
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime"),
+            profile: work.join("chromium-profile"),
+        }
+    }
+
+    /// A new browser session.
+    async fn open(&self) -> fantoccini::Client {
+        browser(&self.driver, &self.profile).await
+    }
+}
+
 async fn browser(driver: &Driver, profile: &Path) -> fantoccini::Client {
     let mut caps = serde_json::Map::new();
     caps.insert(
@@ -499,15 +525,10 @@ fn an_operator_approves_in_chromium() {
     let server = start(&data);
     let port = server.port;
     let admin = admin_token(&data);
-    let driver = start_driver();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let profile = work.path().join("chromium-profile");
-    rt.block_on(async {
+    let chromium = Chromium::start(work.path());
+    chromium.rt.block_on(async {
         use fantoccini::Locator;
-        let c = browser(&driver, &profile).await;
+        let c = chromium.open().await;
         let base = format!("http://127.0.0.1:{port}");
 
         // Sign in.
@@ -799,19 +820,14 @@ fn grants_and_tokens_change_from_chromium() {
     let server = start(&data);
     let port = server.port;
     let admin = admin_token(&data);
-    let driver = start_driver();
+    let chromium = Chromium::start(work.path());
     let watcher = Watcher::start(port, &persona_token);
     let first = tools_of(&watcher.next());
     assert!(first.iter().any(|t| t == "text.word_count"), "{first:?}");
     assert!(!first.iter().any(|t| t.starts_with("json.")), "{first:?}");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let profile = work.path().join("chromium-profile");
-    rt.block_on(async {
+    chromium.rt.block_on(async {
         use fantoccini::Locator;
-        let c = browser(&driver, &profile).await;
+        let c = chromium.open().await;
         let base = format!("http://127.0.0.1:{port}");
         sign_in_browser(&c, &base, &admin).await;
 
@@ -1106,15 +1122,10 @@ fn servers_show_failure_stderr_and_drift_in_chromium() {
     let server = start(&data);
     let port = server.port;
     let admin = admin_token(&data);
-    let driver = start_driver();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let profile = work.path().join("chromium-profile");
-    rt.block_on(async {
+    let chromium = Chromium::start(work.path());
+    chromium.rt.block_on(async {
         use fantoccini::Locator;
-        let c = browser(&driver, &profile).await;
+        let c = chromium.open().await;
         let base = format!("http://127.0.0.1:{port}");
         sign_in_browser(&c, &base, &admin).await;
 
@@ -1321,15 +1332,10 @@ fn a_bundle_is_verified_installed_rolled_back_and_uninstalled_from_chromium() {
     let server = start(&data);
     let port = server.port;
     let admin = admin_token(&data);
-    let driver = start_driver();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let profile = work.path().join("chromium-profile");
-    rt.block_on(async {
+    let chromium = Chromium::start(work.path());
+    chromium.rt.block_on(async {
         use fantoccini::Locator;
-        let c = browser(&driver, &profile).await;
+        let c = chromium.open().await;
         let base = format!("http://127.0.0.1:{port}");
         sign_in_browser(&c, &base, &admin).await;
 

@@ -156,10 +156,11 @@ pub fn classify_tools(server: &ServerConfig, raw: &[Value]) -> (Vec<McpTool>, Ve
         let read_only_hint = annotations
             .get("readOnlyHint")
             .or_else(|| annotations.get("read_only_hint"))
-            .and_then(Value::as_bool)
-            == Some(true);
+            .and_then(Value::as_bool);
         let over = server.tools.get(&name);
-        let mutates_data = over.and_then(|o| o.mutates_data).unwrap_or(!read_only_hint);
+        let mutates_data = over
+            .and_then(|o| o.mutates_data)
+            .unwrap_or(read_only_hint != Some(true));
         let requires_confirmation = over
             .and_then(|o| o.requires_confirmation)
             .unwrap_or(mutates_data);
@@ -167,6 +168,7 @@ pub fn classify_tools(server: &ServerConfig, raw: &[Value]) -> (Vec<McpTool>, Ve
             confirmation_reason(
                 over.and_then(|o| o.requires_confirmation).is_some(),
                 over.and_then(|o| o.mutates_data).is_some(),
+                read_only_hint,
                 &annotations,
             )
         });
@@ -202,10 +204,12 @@ pub fn classify_tools(server: &ServerConfig, raw: &[Value]) -> (Vec<McpTool>, Ve
 }
 
 /// Why a tool that needs confirmation needs it: the operator's override
-/// when one decided, else the server's annotations as sent.
+/// when one decided, else the server's annotations as sent (its
+/// `readOnlyHint` as the classification read it).
 fn confirmation_reason(
     by_override: bool,
     mutates_by_override: bool,
+    read_only_hint: Option<bool>,
     annotations: &Value,
 ) -> String {
     if by_override {
@@ -214,11 +218,7 @@ fn confirmation_reason(
     if mutates_by_override {
         return "the server's configuration sets `mutates_data: true` for it".into();
     }
-    let read_only = annotations
-        .get("readOnlyHint")
-        .or_else(|| annotations.get("read_only_hint"))
-        .and_then(Value::as_bool);
-    let mut why = match read_only {
+    let mut why = match read_only_hint {
         Some(false) => "the server annotates it `readOnlyHint: false`".to_string(),
         _ => "the server does not annotate it `readOnlyHint: true`".to_string(),
     };

@@ -6,11 +6,14 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
 use super::views::{self, GrantCell, GrantRow, ServerColumn};
-use super::{FormOf, blocking, failure, form_session, nav, page, problem, signed_in, unread_form};
+use super::{
+    FormOf, after, blocking, failure, form_session, nav, page, problem, shown, signed_in,
+    unread_form,
+};
 use crate::front::http::AppState;
 
 /// `GET /grants`.
@@ -84,22 +87,22 @@ pub(super) async fn matrix(State(st): State<AppState>, headers: HeaderMap) -> Re
     })
     .await;
     let nav = nav(&st, &session, "grants").await;
-    match built {
-        Ok((rows, skills, servers)) => page(&views::Grants {
-            nav: Some(nav),
-            csrf: session.csrf.clone(),
-            rows,
-            skills,
-            servers,
-            mcp_ready: st.host().mcp().is_ready(),
-        }),
-        Err(e) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(nav),
-            format!("cannot read the grants: {e}"),
-            "/grants",
-        ),
-    }
+    shown(
+        built,
+        nav,
+        "the grants",
+        "/grants",
+        |nav, (rows, skills, servers)| {
+            page(&views::Grants {
+                nav: Some(nav),
+                csrf: session.csrf.clone(),
+                rows,
+                skills,
+                servers,
+                mcp_ready: st.host().mcp().is_ready(),
+            })
+        },
+    )
 }
 
 /// What a cell's toggle sends.
@@ -158,11 +161,5 @@ pub(super) async fn change(
             .map_err(failure),
     })
     .await;
-    match done {
-        Ok(()) => Redirect::to("/grants").into_response(),
-        Err((kind, message)) => {
-            let nav = nav(&st, &session, "grants").await;
-            problem(super::status_of(kind), Some(nav), message, "/grants")
-        }
-    }
+    after(&st, &session, done, "/grants").await
 }

@@ -341,6 +341,44 @@ pub(super) async fn change<T: Send + 'static>(
     })
 }
 
+/// Back to the page `to` (`/skills`) after a change, or that page's
+/// problem saying why the change failed.
+pub(super) async fn after<T>(
+    st: &AppState,
+    session: &Session,
+    done: Result<T, Failure>,
+    to: &'static str,
+) -> Response {
+    match done {
+        Ok(_) => Redirect::to(to).into_response(),
+        Err((kind, message)) => {
+            let nav = nav(st, session, to.trim_start_matches('/')).await;
+            problem(status_of(kind), Some(nav), message, to)
+        }
+    }
+}
+
+/// The page `render` makes of what was read from the host, or, when the
+/// read failed, the problem naming `what` (`the skills`) with a way back
+/// to `back`.
+pub(super) fn shown<T>(
+    found: Result<T, String>,
+    nav: Nav,
+    what: &str,
+    back: &'static str,
+    render: impl FnOnce(Nav, T) -> Response,
+) -> Response {
+    match found {
+        Ok(v) => render(nav, v),
+        Err(e) => problem(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(nav),
+            format!("cannot read {what}: {e}"),
+            back,
+        ),
+    }
+}
+
 /// The answer to a form that could not be read: refused (and audited) as
 /// one without the session's CSRF token, since it carries none that can be
 /// trusted; nothing is done.

@@ -5,13 +5,13 @@
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
 use super::views::{self, Minted, PersonaView, TokenView};
 use super::{
-    CsrfForm, Failure, FormOf, change, failure, form_session, nav, page, problem, signed_in,
-    status_of, unread_form,
+    CsrfForm, FormOf, after, change, failure, form_session, nav, page, problem, shown, signed_in,
+    unread_form,
 };
 use crate::ErrorKind;
 use crate::front::http::AppState;
@@ -39,24 +39,24 @@ async fn show(
     })
     .await;
     let nav = nav(st, session, "personas").await;
-    match found {
-        Ok((personas, tokens)) => page(&views::Personas {
-            nav: Some(nav),
-            csrf: session.csrf.clone(),
-            personas: personas
-                .iter()
-                .map(|p| PersonaView::of(p, &tokens))
-                .collect(),
-            tokens: tokens.iter().map(TokenView::of).collect(),
-            minted,
-        }),
-        Err(e) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(nav),
-            format!("cannot read the personas: {e}"),
-            "/personas",
-        ),
-    }
+    shown(
+        found,
+        nav,
+        "the personas",
+        "/personas",
+        |nav, (personas, tokens)| {
+            page(&views::Personas {
+                nav: Some(nav),
+                csrf: session.csrf.clone(),
+                personas: personas
+                    .iter()
+                    .map(|p| PersonaView::of(p, &tokens))
+                    .collect(),
+                tokens: tokens.iter().map(TokenView::of).collect(),
+                minted,
+            })
+        },
+    )
 }
 
 /// What `POST /personas` sends.
@@ -189,20 +189,4 @@ pub(super) async fn revoke(
     let host = st.host().clone();
     let done = change(move || host.remove_token(id).map_err(failure)).await;
     after(&st, &session, done, "/personas").await
-}
-
-/// Back to `to` after a change, or the page saying why it failed.
-async fn after<T>(
-    st: &AppState,
-    session: &super::session::Session,
-    done: Result<T, Failure>,
-    to: &'static str,
-) -> Response {
-    match done {
-        Ok(_) => Redirect::to(to).into_response(),
-        Err((kind, message)) => {
-            let nav = nav(st, session, "personas").await;
-            problem(status_of(kind), Some(nav), message, to)
-        }
-    }
 }

@@ -6,11 +6,12 @@
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 
 use super::views::{self, ServerCard};
-use super::{CsrfForm, FormOf, blocking, form_session, nav, page, problem, signed_in, status_of};
-use crate::HostError;
+use super::{
+    CsrfForm, FormOf, after, blocking, failure, form_session, nav, page, problem, shown, signed_in,
+};
 use crate::front::http::AppState;
 
 /// How much of a server's stderr the page shows.
@@ -39,19 +40,13 @@ pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Resp
     })
     .await;
     let nav = nav(&st, &session, "servers").await;
-    match found {
-        Ok(servers) => page(&views::Servers {
+    shown(found, nav, "the MCP servers", "/servers", |nav, servers| {
+        page(&views::Servers {
             nav: Some(nav),
             csrf: session.csrf.clone(),
             servers,
-        }),
-        Err(e) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(nav),
-            format!("cannot read the MCP servers: {e}"),
-            "/servers",
-        ),
-    }
+        })
+    })
 }
 
 /// `POST /servers/{name}/{action}`: `enable` (pins the current
@@ -82,11 +77,5 @@ pub(super) async fn act(
             );
         }
     };
-    match done {
-        Ok(()) => Redirect::to("/servers").into_response(),
-        Err(e) => {
-            let nav = nav(&st, &session, "servers").await;
-            problem(status_of(e.kind()), Some(nav), e.to_string(), "/servers")
-        }
-    }
+    after(&st, &session, done.map_err(failure), "/servers").await
 }

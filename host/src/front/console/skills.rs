@@ -6,13 +6,13 @@
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
 use super::views::{self, SkillCard};
 use super::{
-    FormOf, blocking, change, failure, form_session, nav, page, problem, signed_in, status_of,
-    unread_form,
+    FormOf, after, blocking, change, failure, form_session, nav, page, problem, shown, signed_in,
+    status_of, unread_form,
 };
 use crate::front::http::AppState;
 use crate::{Decider, ErrorKind, HostError, SkillSource};
@@ -34,19 +34,13 @@ pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Resp
     })
     .await;
     let nav = nav(&st, &session, "skills").await;
-    match found {
-        Ok(skills) => page(&views::Skills {
+    shown(found, nav, "the skills", "/skills", |nav, skills| {
+        page(&views::Skills {
             nav: Some(nav),
             csrf: session.csrf.clone(),
             skills,
-        }),
-        Err(e) => problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(nav),
-            format!("cannot read the skills: {e}"),
-            "/skills",
-        ),
-    }
+        })
+    })
 }
 
 /// What a skill's action forms send.
@@ -144,13 +138,7 @@ pub(super) async fn act(
         )),
     })
     .await;
-    match done {
-        Ok(()) => Redirect::to("/skills").into_response(),
-        Err((kind, message)) => {
-            let nav = nav(&st, &session, "skills").await;
-            problem(status_of(kind), Some(nav), message, "/skills")
-        }
-    }
+    after(&st, &session, done, "/skills").await
 }
 
 /// `POST /skills/verify` (multipart: `csrf`, `bundle`): opens the
@@ -296,16 +284,10 @@ pub(super) async fn install(
         allow_downgrade: form.allow_downgrade.is_some(),
         replace_builtin: false,
     };
-    match st.host().install_bundle(&bytes, options).await {
-        Ok(_) => Redirect::to("/skills").into_response(),
-        Err(e) => {
-            let nav = nav(&st, &session, "skills").await;
-            problem(
-                status_of(e.kind()),
-                Some(nav),
-                format!("the bundle was not installed: {e}"),
-                "/skills",
-            )
-        }
-    }
+    let done = st
+        .host()
+        .install_bundle(&bytes, options)
+        .await
+        .map_err(|e| (e.kind(), format!("the bundle was not installed: {e}")));
+    after(&st, &session, done, "/skills").await
 }

@@ -763,8 +763,7 @@ impl RunView {
             iso: iso(e.at_ms),
             what: event_line(e),
         }));
-        let ended = !matches!(r.outcome, Outcome::WaitingApproval | Outcome::Running);
-        if ended && (r.updated_at_ms != r.created_at_ms || d.events.is_empty()) {
+        if !matches!(r.outcome, Outcome::WaitingApproval | Outcome::Running) {
             let what = match r.duration_ms {
                 Some(ms) => format!("ended {} after {ms} ms", r.outcome),
                 None => format!("ended {}", r.outcome),
@@ -873,33 +872,16 @@ fn provider_of(server: &str) -> String {
     }
 }
 
-/// Unix ms as an ISO 8601 UTC time.
+/// Unix ms as an RFC 3339 UTC time to the second (`1970-01-01T00:00:00Z`);
+/// a time the format cannot hold (beyond year 9999) as its ms.
 fn iso(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 as a (year, month, day) of the proleptic
-/// Gregorian calendar (Howard Hinnant's `civil_from_days`).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000))
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| format!("{ms} ms after 1970"))
 }
 
 /// A duration in ms, as a person says it (`12 s`, `3 min`, `2 h 5 min`).
