@@ -127,6 +127,13 @@ pub const RUN_DETAIL_MAX_CHILDREN: usize = 100;
 /// is dropped as it is read (and logged), never buffered whole.
 pub const MCP_STDIO_MAX_LINE_BYTES: usize = 16 << 20;
 
+/// Largest declared body the HTTP lane (a plain sessionless `tools/call`
+/// answered without rmcp's per-request service) reads before it decides
+/// whether the request is its own: 64 KiB, far above an agent's usual call
+/// and small enough to read whole on the way. A bigger call goes to rmcp,
+/// which reads it under its own limit.
+pub const MCP_HTTP_LANE_MAX_BODY_BYTES: usize = 64 << 10;
+
 /// Most core instances one call's component may create: 128. A Rust
 /// component makes about four; the standard Python toolchain's output
 /// (componentize-py, CPython with its WASI adapters) makes 38, and

@@ -6,6 +6,7 @@
 mod common;
 
 mod client;
+mod http_lane;
 mod private_files;
 mod secrets;
 mod self_approval;

@@ -26,6 +26,7 @@
 
 mod api;
 mod auth;
+mod lane;
 mod listener;
 mod origin;
 
@@ -68,6 +69,8 @@ type McpService = StreamableHttpService<McpFront, LocalSessionManager>;
 /// A caller's MCP service and its session table.
 #[derive(Clone)]
 struct CallerService {
+    /// The caller's front, for the lane.
+    front: McpFront,
     service: McpService,
     sessions: Arc<LocalSessionManager>,
 }
@@ -140,36 +143,49 @@ impl AppState {
     }
 
     fn service(&self, caller: &Caller) -> CallerService {
+        self.with_service(caller, CallerService::clone)
+    }
+
+    /// `caller`'s front (for the lane).
+    fn front(&self, caller: &Caller) -> McpFront {
+        self.with_service(caller, |s| s.front.clone())
+    }
+
+    /// `f` of `caller`'s service, made on first use.
+    fn with_service<T>(&self, caller: &Caller, f: impl FnOnce(&CallerService) -> T) -> T {
         let key = caller.persona_id().map(str::to_string);
         let mut services = self
             .inner
             .services
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        services
-            .entry(key)
-            .or_insert_with(|| {
-                let front = McpFront::new(self.inner.host.clone(), caller.clone())
-                    .with_elicitation(self.inner.elicitation);
-                let mut sessions = LocalSessionManager::default();
-                sessions.session_config.keep_alive = Some(self.inner.limits.session_idle);
-                let sessions = Arc::new(sessions);
-                let service = StreamableHttpService::new(
-                    move || Ok(front.for_session()),
-                    sessions.clone(),
-                    // Host and Origin are checked before (origin.rs).
-                    StreamableHttpServerConfig::default()
-                        .disable_allowed_hosts()
-                        // 2026-07-28 (sessionless) requests answered with
-                        // one message get it as plain JSON, not an SSE
-                        // stream; one that sends progress or a request
-                        // first still streams. Legacy sessions stream.
-                        .with_json_response(true)
-                        .with_cancellation_token(self.inner.mcp_ct.child_token()),
-                );
-                CallerService { service, sessions }
-            })
-            .clone()
+        let service = services.entry(key).or_insert_with(|| {
+            let front = McpFront::new(self.inner.host.clone(), caller.clone())
+                .with_elicitation(self.inner.elicitation);
+            let mut sessions = LocalSessionManager::default();
+            sessions.session_config.keep_alive = Some(self.inner.limits.session_idle);
+            let sessions = Arc::new(sessions);
+            let sessions_front = front.clone();
+            let service = StreamableHttpService::new(
+                move || Ok(sessions_front.for_session()),
+                sessions.clone(),
+                // Host and Origin are checked before (origin.rs).
+                StreamableHttpServerConfig::default()
+                    .disable_allowed_hosts()
+                    // 2026-07-28 (sessionless) requests answered with
+                    // one message get it as plain JSON, not an SSE
+                    // stream; one that sends progress or a request
+                    // first still streams. Legacy sessions stream.
+                    .with_json_response(true)
+                    .with_cancellation_token(self.inner.mcp_ct.child_token()),
+            );
+            CallerService {
+                front,
+                service,
+                sessions,
+            }
+        });
+        f(service)
     }
 
     /// Whether a new legacy session may start for `caller`: under the cap
@@ -245,6 +261,20 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
     let caller = match caller {
         Ok(c) => c,
         Err(resp) => return refuse_unread(req, resp).await,
+    };
+    // A plain sessionless call: answered by the lane, else rmcp's after all.
+    let req = if req.method() == Method::POST && req.headers().contains_key("mcp-name") {
+        let token = st.inner.in_flight.token();
+        let front = st.front(&caller);
+        match lane::take(&front, req, &st.inner.mcp_ct).await {
+            lane::Taken::Answered(resp) => {
+                drop(token);
+                return resp;
+            }
+            lane::Taken::NotOurs(req) => req,
+        }
+    } else {
+        req
     };
     // A POST carries a client message (a call); GET streams, DELETE and a
     // 2026-07-28 `subscriptions/listen` (a POST that stays open for

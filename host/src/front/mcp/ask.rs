@@ -29,8 +29,10 @@ use rmcp::model::{
     ElicitResult, ElicitationSchema, InputRequest as McpInputRequest, InputRequests,
     InputRequiredResult, ListRootsResult, Request, RequestNoParam,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
+
+use super::context::CallContext;
 
 use crate::limits::MAX_INPUT_ANSWER_BYTES;
 use crate::{
@@ -144,11 +146,12 @@ impl std::fmt::Debug for SessionAsker {
 }
 
 impl SessionAsker {
-    /// The asker of `context`'s session.
-    pub(super) fn new(context: &RequestContext<RoleServer>) -> SessionAsker {
+    /// The asker of the session `peer` talks to, whose client declared
+    /// `caps`.
+    pub(super) fn new(peer: Peer<RoleServer>, caps: Option<ClientCapabilities>) -> SessionAsker {
         SessionAsker {
-            peer: context.peer.clone(),
-            caps: context.client_capabilities(),
+            peer,
+            caps,
             stop: Mutex::new(None),
         }
     }
@@ -329,22 +332,15 @@ pub(super) fn input_required(open: InputRequests, state: String) -> InputRequire
     InputRequiredResult::new(Some(open), Some(state))
 }
 
-/// The asker for a call in `context`: a session's, or a 2026-07-28
-/// request's answering from `given`.
-pub(super) fn asker_of(
-    context: &RequestContext<RoleServer>,
-    given: BTreeMap<String, Value>,
-) -> Asking {
-    let modern = context
-        .protocol_version()
-        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
-    if modern {
-        Asking::Retry(Arc::new(RetryAsker::new(
-            context.client_capabilities(),
-            given,
-        )))
-    } else {
-        Asking::Session(Arc::new(SessionAsker::new(context)))
+/// The asker for a call in `cx`: a legacy session's, or a 2026-07-28
+/// request's answering from `given` (also a request with no session to
+/// ask in).
+pub(super) fn asker_of(cx: &CallContext, given: BTreeMap<String, Value>) -> Asking {
+    match &cx.peer {
+        Some(peer) if !cx.modern => {
+            Asking::Session(Arc::new(SessionAsker::new(peer.clone(), cx.caps.clone())))
+        }
+        _ => Asking::Retry(Arc::new(RetryAsker::new(cx.caps.clone(), given))),
     }
 }
 

@@ -38,11 +38,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequiredResult, ProtocolVersion, Request,
+    InputRequiredResult, Request,
 };
-use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
+use super::context::CallContext;
 use crate::authority::RunReport;
 
 /// The `inputRequests` key of the confirmation request (2026-07-28).
@@ -65,22 +65,22 @@ pub(crate) enum ElicitMode {
     InputRequired,
 }
 
-/// How `context`'s client can be asked to confirm.
-pub(crate) fn elicit_mode(context: &RequestContext<RoleServer>) -> ElicitMode {
-    let form = context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
+/// How `cx`'s client can be asked to confirm.
+pub(crate) fn elicit_mode(cx: &CallContext) -> ElicitMode {
+    let form = cx
+        .caps
+        .as_ref()
+        .and_then(|c| c.elicitation.as_ref())
         // No mode named means form (the 2025-06-18 shape).
         .is_some_and(|e| e.form.is_some() || e.url.is_none());
     if !form {
         ElicitMode::Unsupported
-    } else if context
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
-    {
+    } else if cx.modern {
         ElicitMode::InputRequired
-    } else {
+    } else if cx.peer.is_some() {
         ElicitMode::Request
+    } else {
+        ElicitMode::Unsupported
     }
 }
 

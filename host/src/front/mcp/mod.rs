@@ -46,6 +46,7 @@
 
 mod ask;
 pub(crate) mod confirm;
+mod context;
 mod forward;
 mod logging;
 mod prompts;
@@ -69,16 +70,17 @@ use rmcp::model::{
     GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult,
     PaginatedRequestParams, Prompt, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, Role, ServerCapabilities,
-    ServerConfig, SetLevelRequestMethod, SetLevelRequestParams, SubscribeRequestMethod,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestMethod,
-    UnsubscribeRequestParams,
+    ReadResourceResult, Reference, RequestMetaObject, ResourceUpdatedNotificationParam, Role,
+    ServerCapabilities, ServerConfig, SetLevelRequestMethod, SetLevelRequestParams,
+    SubscribeRequestMethod, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::{Value, json};
 
 use skillhost_mcp::Progress;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::AskStop;
 use crate::authority::{
@@ -89,6 +91,7 @@ use crate::registry::SkillInfo;
 use crate::registry::ToolSpec;
 use crate::state::runs::Outcome;
 use confirm::{Decision, ElicitMode, elicit_mode};
+use context::CallContext;
 use skills::{ServedSkill, page, skill_md_uri, skill_of_uri, unknown_uri};
 
 /// How often a legacy session's notifier looks whether its session is
@@ -213,6 +216,36 @@ impl McpFront {
             cache.specs = Some(specs);
         }
         cache.tools.clone()
+    }
+
+    /// Whether tool `name`'s input schema asks for arguments in
+    /// `Mcp-Param-*` headers (an `x-mcp-header` key at any depth): rmcp
+    /// checks those headers against the body. An unknown tool says no (its
+    /// call refuses it).
+    pub(crate) fn takes_header_params(&self, name: &str) -> bool {
+        let tools = match self.host.tool_specs_last_read(self.caller.persona_id()) {
+            Some(specs) => self.cached_tools(specs),
+            None => match self.tools() {
+                Ok(tools) => tools,
+                Err(_) => return false,
+            },
+        };
+        fn annotated(schema: &serde_json::Map<String, Value>) -> bool {
+            schema.iter().any(|(key, value)| {
+                key == "x-mcp-header"
+                    || match value {
+                        Value::Object(o) => annotated(o),
+                        Value::Array(items) => {
+                            items.iter().any(|i| i.as_object().is_some_and(annotated))
+                        }
+                        _ => false,
+                    }
+            })
+        }
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .is_some_and(|t| annotated(&t.input_schema))
     }
 
     fn skills(&self) -> Result<Vec<SkillInfo>, ErrorData> {
@@ -432,6 +465,46 @@ fn rpc_error(e: &dyn HostError) -> ErrorData {
 
 /// The MCP `Tool` for a registry entry.
 impl McpFront {
+    /// Ok if `name` is one of the caller's tools; else refused (audited)
+    /// as unknown. A tool listed as last read goes straight on to the call,
+    /// which reads the state fresh and authorizes on it; any other name is
+    /// looked up on fresh state before it is called unknown.
+    fn known(&self, name: &str) -> Result<(), ErrorData> {
+        let listed = |specs: &[Arc<ToolSpec>]| specs.iter().any(|s| s.name == name);
+        let known = match self.host.tool_specs_last_read(self.caller.persona_id()) {
+            Some(specs) if listed(&specs) => true,
+            _ => listed(&self.specs()?),
+        };
+        if known {
+            return Ok(());
+        }
+        let why = format!(
+            "unknown tool `{}`",
+            crate::escape::escape_control(name, 128, false)
+        );
+        // Not there for this caller: refused, and audited as such.
+        self.host.refused(&self.caller, name, "tools/call", &why);
+        Err(ErrorData::invalid_params(why, None))
+    }
+
+    /// A 2026-07-28 `tools/call` answered with one message (no progress,
+    /// no log lines, no session to ask in): what [`ServerHandler::call_tool`]
+    /// answers for it. `ct` cancels it.
+    pub(crate) async fn call_stateless(
+        &self,
+        request: CallToolRequestParams,
+        meta: &RequestMetaObject,
+        ct: CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut clock = crate::stages::start();
+        let name: Cow<'_, str> = request.name.clone();
+        self.known(&name)?;
+        let cx = CallContext::stateless(meta, ct);
+        let result = self.call_and_confirm(request, &name, &cx, None, None).await;
+        crate::stages::lap(crate::stages::Stage::Handler, &mut clock);
+        result
+    }
+
     /// Asks a legacy session's user to confirm `report`'s waiting run with
     /// `elicitation/create`, and decides the run by the answer.
     /// Runs the call (or resumes a confirmed one) with the request's
@@ -440,7 +513,7 @@ impl McpFront {
         &self,
         request: CallToolRequestParams,
         name: &str,
-        context: &RequestContext<RoleServer>,
+        cx: &CallContext,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         log: Option<crate::LogSink>,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -449,13 +522,7 @@ impl McpFront {
         {
             // A 2026-07-28 retry with the user's answer to a confirmation.
             return self
-                .resume_confirmation(
-                    state,
-                    request.input_responses.as_ref(),
-                    name,
-                    context,
-                    progress,
-                )
+                .resume_confirmation(state, request.input_responses.as_ref(), name, cx, progress)
                 .await
                 .map(Into::into);
         }
@@ -470,9 +537,9 @@ impl McpFront {
             None => Default::default(),
         };
         given.extend(request.input_responses.unwrap_or_default());
-        let asking = ask::asker_of(context, given);
+        let asking = ask::asker_of(cx, given);
         let req = CallRequest {
-            cancel: Some(context.ct.clone()),
+            cancel: Some(cx.ct.clone()),
             progress: progress.clone(),
             log,
             ask: Some(asking.asker()),
@@ -502,7 +569,7 @@ impl McpFront {
         if report.outcome != Outcome::WaitingApproval {
             return Ok(call_result(report).into());
         }
-        self.waiting(report, &args, context, progress).await
+        self.waiting(report, &args, cx, progress).await
     }
 
     /// The `input_required` answer of a call that stopped at its skill's
@@ -534,16 +601,15 @@ impl McpFront {
         &self,
         report: RunReport,
         args: &Value,
-        context: &RequestContext<RoleServer>,
+        (peer, ct): (&Peer<RoleServer>, &CancellationToken),
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> CallToolResult {
         let limit = confirm::wait_limit(report.expires_at_ms, crate::state::runs::now_ms());
-        let asked = context
-            .peer
+        let asked = peer
             .create_elicitation_with_timeout(confirm::confirm_params(&report, args), Some(limit));
         let answer = tokio::select! {
             a = asked => a,
-            _ = context.ct.cancelled() => return call_result(report),
+            _ = ct.cancelled() => return call_result(report),
         };
         let decision = match answer {
             Ok(result) => confirm::decision(&result),
@@ -557,7 +623,7 @@ impl McpFront {
         match decision {
             Decision::Approve => match self
                 .host
-                .approve_with(&run_id, &decider, Some(context.ct.clone()), progress)
+                .approve_with(&run_id, &decider, Some(ct.clone()), progress)
                 .await
             {
                 Ok(report) => call_result(report),
@@ -591,7 +657,7 @@ impl McpFront {
         state: &str,
         responses: Option<&std::collections::BTreeMap<String, Value>>,
         tool: &str,
-        context: &RequestContext<RoleServer>,
+        cx: &CallContext,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallToolResult, ErrorData> {
         if !self.elicitation {
@@ -633,7 +699,7 @@ impl McpFront {
                 &self.caller,
                 tool,
                 answer,
-                Some(context.ct.clone()),
+                Some(cx.ct.clone()),
                 progress,
             )
             .await
@@ -651,11 +717,11 @@ impl McpFront {
         &self,
         report: RunReport,
         args: &Value,
-        context: &RequestContext<RoleServer>,
+        cx: &CallContext,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallToolResponse, ErrorData> {
         let mode = match self.host.client_may_decide(&self.caller) {
-            Ok(true) if self.elicitation => elicit_mode(context),
+            Ok(true) if self.elicitation => elicit_mode(cx),
             Ok(_) => ElicitMode::Unsupported,
             Err(e) => return Err(rpc_error(&e)),
         };
@@ -668,10 +734,13 @@ impl McpFront {
                     .map_err(|e| rpc_error(&e))?;
                 Ok(confirm::input_required(&report, args, state).into())
             }
-            ElicitMode::Request => Ok(self
-                .confirm_in_session(report, args, context, progress)
-                .await
-                .into()),
+            ElicitMode::Request => match &cx.peer {
+                Some(peer) => Ok(self
+                    .confirm_in_session(report, args, (peer, &cx.ct), progress)
+                    .await
+                    .into()),
+                None => Ok(call_result(report).into()),
+            },
         }
     }
 }
@@ -840,28 +909,12 @@ impl ServerHandler for McpFront {
     ) -> Result<CallToolResponse, ErrorData> {
         let mut clock = crate::stages::start();
         let name: Cow<'_, str> = request.name.clone();
-        // A tool listed as last read goes straight to the call, which reads
-        // the state fresh and authorizes on it; any other name is looked up
-        // on fresh state before it is called unknown.
-        let listed = |specs: &[Arc<ToolSpec>]| specs.iter().any(|s| s.name == name);
-        let known = match self.host.tool_specs_last_read(self.caller.persona_id()) {
-            Some(specs) if listed(&specs) => true,
-            _ => listed(&self.specs()?),
-        };
-        if !known {
-            let why = format!(
-                "unknown tool `{}`",
-                crate::escape::escape_control(&name, 128, false)
-            );
-            // Not there for this caller: refused, and audited as such.
-            self.host.refused(&self.caller, &name, "tools/call", &why);
-            return Err(ErrorData::invalid_params(why, None));
-        }
+        self.known(&name)?;
         let mut forwarders = forward::Forwarders::default();
         let progress = forward::progress_sink(&context, &mut forwarders);
         let log = logging::log_sink(&context, &self.log_level, &mut forwarders);
         let result = self
-            .call_and_confirm(request, &name, &context, progress, log)
+            .call_and_confirm(request, &name, &CallContext::of(&context), progress, log)
             .await;
         // The call has dropped its senders: its last notices go before the
         // response.
