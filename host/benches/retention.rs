@@ -3,7 +3,7 @@
 //!
 //! A host in a temp data dir (library, no server) makes [`CALLS`] calls of
 //! the built-in `text.word_count` as a granted persona, each recorded as a
-//! run and its event. Then:
+//! run (an ok call's whole record: it has no event row). Then:
 //!
 //! - `db_kib_empty`: the database (file + write-ahead log) before any call,
 //!   after `gc` has checkpointed it (the baseline);

@@ -6,7 +6,8 @@
 //! nine-word text, as persona `bench` (granted text-tools), every answer
 //! checked (`structuredContent.words == 9`). Each call goes the whole way:
 //! token or session, authorization, schemas, a fresh sandbox instance, the
-//! run and its event recorded (written by the host's writer thread).
+//! run recorded (written by the host's writer thread; an ok call's run
+//! is its whole record).
 //!
 //! Five servers run side by side, each measured in turn:
 //!

@@ -625,13 +625,17 @@ fn the_python_sdk_signs_in_and_bad_tokens_are_refused_for_their_reason() {
     assert_eq!(refused[0]["tool"], "json.query", "{refused:?}");
     assert_eq!(refused[0]["persona"], "ana", "{refused:?}");
     front.refusals = refused.len();
-    // The SDK's call ran as ana.
-    let calls = front.events("call");
+    // The SDK's call ran as ana (an ok call's record is its run).
+    let calls: Value = serde_json::from_str(&ok(
+        &data,
+        &["runs", "list", "--json", "--tool", "text.word_count"],
+    ))
+    .expect("runs JSON");
     assert!(
-        calls.iter().any(|c| c["tool"] == "text.word_count"
-            && c["persona"] == "ana"
-            && c["outcome"] == "ok"),
-        "{calls:?}"
+        calls.as_array().is_some_and(|runs| runs
+            .iter()
+            .any(|c| c["persona"] == "ana" && c["outcome"] == "ok")),
+        "{calls}"
     );
 
     // Tokens from real flows at the provider, by a scripted client.

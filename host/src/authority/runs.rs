@@ -533,7 +533,8 @@ impl Host {
     }
 
     /// One page of recorded events, newest first: at most `limit`, older
-    /// than `cursor` (the `next` of the page before).
+    /// than `cursor` (the `next` of the page before). Recorded as
+    /// [`Host::recent_events`] says.
     ///
     /// ```no_run
     /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {
@@ -700,7 +701,10 @@ impl Host {
         self.inner.events.subscribe()
     }
 
-    /// Recorded events, newest first.
+    /// Recorded events, newest first. A call that ended ok on its own (no
+    /// approval, not invoked by another run, no error) has no recorded
+    /// event: its run ([`Host::runs`]) is its record. [`Host::events`]
+    /// publishes every event, those included.
     ///
     /// ```no_run
     /// # fn f(host: skillhost::Host) -> Result<(), skillhost::StateError> {

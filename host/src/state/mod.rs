@@ -245,6 +245,12 @@ const MIGRATIONS: &[&str] = &[
     // parent), so the call path pays nothing for them.
     "CREATE INDEX events_run ON events (run_id) WHERE kind <> 'call' AND run_id IS NOT NULL;
      CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;",
+    // 14: fewer bytes per call. A call that ends ok on its own no longer
+    // writes a `call` event beside its run (`RunRow::says_all_of`), and the
+    // index of runs by tool leaves out the persona (a listing filtered by
+    // both reads the tool's runs newest first and skips the others).
+    "DROP INDEX runs_by_tool;
+     CREATE INDEX runs_by_tool ON runs (tool, created_at_ms);",
 ];
 
 /// The database.

@@ -355,6 +355,23 @@ pub(crate) struct RunRow {
     pub duration_ms: Option<i64>,
 }
 
+impl RunRow {
+    /// Whether this row says all that `e`, the event of its end, says: a
+    /// call that ended ok on its own (no approval, not invoked by another
+    /// run, no error) with nothing in its event's detail. Such an event is
+    /// published live but not recorded: the run is the call's record (see
+    /// `Host::recent_events`).
+    pub fn says_all_of(&self, e: &HostEvent) -> bool {
+        self.outcome == Outcome::Ok
+            && self.approval.is_none()
+            && self.parent_run_id.is_none()
+            && self.error.is_none()
+            && e.kind == "call"
+            && e.run_id.as_deref() == Some(self.run_id.as_str())
+            && e.detail.as_object().is_some_and(serde_json::Map::is_empty)
+    }
+}
+
 impl Store {
     /// Inserts or replaces a run.
     pub(crate) fn put_run(&self, r: &RunRow) -> rusqlite::Result<()> {

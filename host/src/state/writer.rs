@@ -188,7 +188,9 @@ fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
                 match w {
                     Write::Run(r, e) => {
                         put_run_on(&tx, r)?;
-                        put_event_on(&tx, e)?;
+                        if !r.says_all_of(e) {
+                            put_event_on(&tx, e)?;
+                        }
                     }
                     Write::Event(e) => put_event_on(&tx, e)?,
                     Write::Flush(_) | Write::Stop => {}
@@ -219,19 +221,27 @@ mod tests {
     use super::*;
     use crate::state::runs::{Outcome, now_ms};
 
+    /// Run `i`: an odd one failed (its event says why), an even one
+    /// ended ok on its own (its row says it all: no event recorded).
     fn finished(i: usize) -> (RunRow, HostEvent) {
         let run_id = format!("run_{i}");
+        let error = (i % 2 == 1).then(|| "it failed".to_string());
+        let outcome = if error.is_some() {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        };
         let row = RunRow {
             run_id: run_id.clone(),
             parent_run_id: None,
             persona: Some("p".into()),
             tool: "t.x".into(),
             server: "skill:t".into(),
-            outcome: Outcome::Ok,
+            outcome,
             approval: None,
             args: None,
             input_refs: Vec::new(),
-            error: None,
+            error: error.clone(),
             created_at_ms: now_ms(),
             expires_at_ms: None,
             duration_ms: Some(0),
@@ -243,9 +253,12 @@ mod tests {
             persona: Some("p".into()),
             tool: Some("t.x".into()),
             server: Some("skill:t".into()),
-            outcome: Some(Outcome::Ok),
+            outcome: Some(outcome),
             duration_ms: Some(0),
-            detail: serde_json::json!({}),
+            detail: match error {
+                Some(e) => serde_json::json!({ "error": e }),
+                None => serde_json::json!({}),
+            },
         };
         (row, event)
     }
@@ -271,7 +284,7 @@ mod tests {
         assert!(writer.flush(Duration::from_secs(10)));
         assert!(started.elapsed() < Duration::from_secs(2));
         assert_eq!(count(&store, "runs"), 300);
-        assert_eq!(count(&store, "events"), 300);
+        assert_eq!(count(&store, "events"), 150, "the failed runs' events");
         // After a quiet moment a write is committed without a flush and
         // without waiting for another write.
         std::thread::sleep(GROUP_COMMIT * 2);
@@ -282,7 +295,7 @@ mod tests {
             assert!(Instant::now() < deadline, "the write was not committed");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(count(&store, "events"), 301);
+        assert_eq!(count(&store, "events"), 150);
         writer.close();
     }
 
@@ -297,6 +310,29 @@ mod tests {
         }
         assert!(writer.durable().await);
         assert_eq!(count(&store, "runs"), 50);
-        assert_eq!(count(&store, "events"), 50);
+        assert_eq!(count(&store, "events"), 25);
+    }
+
+    #[test]
+    fn only_an_event_that_says_more_than_its_run_is_recorded() {
+        let (plain, event) = finished(0);
+        assert!(plain.says_all_of(&event));
+        let (failed, its_event) = finished(1);
+        assert!(!failed.says_all_of(&its_event));
+        let mut approved = plain.clone();
+        approved.approval = Some(crate::state::runs::Approval::Approved);
+        assert!(!approved.says_all_of(&event));
+        let mut invoked = plain.clone();
+        invoked.parent_run_id = Some("run_parent".into());
+        assert!(!invoked.says_all_of(&event));
+        let mut trapped = event.clone();
+        trapped.detail = serde_json::json!({ "trap": "fuel" });
+        assert!(!plain.says_all_of(&trapped));
+        let mut other_run = event.clone();
+        other_run.run_id = Some("run_other".into());
+        assert!(!plain.says_all_of(&other_run));
+        let mut refused = event;
+        refused.kind = "refused".into();
+        assert!(!plain.says_all_of(&refused));
     }
 }
