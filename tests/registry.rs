@@ -1699,6 +1699,12 @@ async fn secrets_never_reach_runs_events_or_errors() {
         .insert("Authorization".into(), Secret::new(header_secret));
     config.servers.push(remote);
     env.mcp(&config);
+    // Every call's arguments kept too: redacted like the rest.
+    std::fs::write(
+        env.data().join("settings.json"),
+        json!({ "record_arguments": true }).to_string(),
+    )
+    .expect("settings");
     let host = env.host().await;
     host.add_persona("ana", "").expect("persona");
     host.grant_skill("ana", "text-tools", true).expect("grant");
@@ -1757,6 +1763,12 @@ async fn secrets_never_reach_runs_events_or_errors() {
     .await;
     expect(&r, Outcome::Denied);
     clean(error(&r), "a denial");
+    let recorded = host.run(&r.run_id).expect("run").expect("recorded");
+    assert_eq!(
+        recorded.args,
+        Some(json!({"key": "[redacted]"})),
+        "{recorded:?}"
+    );
 
     // Nothing recorded or streamed holds a secret; the redaction marker
     // proves the error path was taken.
@@ -1771,6 +1783,47 @@ async fn secrets_never_reach_runs_events_or_errors() {
         &serde_json::to_string(&why).expect("json"),
         "the why report",
     );
+    host.shutdown().await;
+}
+
+/// A call's arguments stay with its run only while it waits for approval,
+/// unless the operator records them all (`record_arguments`): then every
+/// run keeps them, and arguments over the limit are kept as their size.
+#[tokio::test]
+async fn arguments_are_recorded_only_when_the_operator_asks() {
+    let env = Env::new();
+    let recorded =
+        |host: &Host, run_id: &str| host.run(run_id).expect("run").expect("recorded").args;
+    let host = env.host().await;
+    host.add_persona("ana", "").expect("persona");
+    host.grant_skill("ana", "text-tools", true).expect("grant");
+    let r = call(&host, &ana(), "text.word_count", json!({"text": "a b"})).await;
+    expect(&r, Outcome::Ok);
+    assert_eq!(recorded(&host, &r.run_id), None, "recorded by default");
+    host.shutdown().await;
+    drop(host);
+
+    std::fs::write(
+        env.data().join("settings.json"),
+        json!({ "record_arguments": true }).to_string(),
+    )
+    .expect("settings");
+    let host = env.host().await;
+    let r = call(&host, &ana(), "text.word_count", json!({"text": "a b"})).await;
+    expect(&r, Outcome::Ok);
+    assert_eq!(recorded(&host, &r.run_id), Some(json!({"text": "a b"})));
+    // Invalid arguments are what the caller sent: recorded as well.
+    let r = call(&host, &ana(), "text.word_count", json!({"txt": 1})).await;
+    expect(&r, Outcome::Error);
+    assert_eq!(recorded(&host, &r.run_id), Some(json!({"txt": 1})));
+    // `RECORDED_ARGS_MAX_BYTES`, 64 KiB.
+    const LIMIT: usize = 64 << 10;
+    let big = "w ".repeat(LIMIT / 2 + 1);
+    let r = call(&host, &ana(), "text.word_count", json!({ "text": big })).await;
+    let size = recorded(&host, &r.run_id).expect("the size")["not_recorded_bytes"]
+        .as_u64()
+        .expect("a size");
+    assert!(size as usize > LIMIT, "{size}");
     host.shutdown().await;
 }
 

@@ -98,6 +98,12 @@ pub const MCP_MAX_LISTEN_STREAMS: usize = 2048;
 /// call is refused, not queued.
 pub const MAX_WAITING_ARGS_BYTES: usize = 64 << 10;
 
+/// The largest arguments (as JSON text) kept with a run when the operator
+/// records every call's arguments (`record_arguments`): 64 KiB, as for a
+/// waiting call. Bigger ones are recorded as their size alone, so a
+/// caller cannot grow the database by a large body per call.
+pub const RECORDED_ARGS_MAX_BYTES: usize = 64 << 10;
+
 /// Calls one caller (a persona, or the operator) may have waiting for
 /// approval at once: 32, more than an operator reviews in one sitting.
 /// Beyond it the call is refused, not queued, so a caller cannot fill the

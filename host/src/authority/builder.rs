@@ -186,6 +186,7 @@ impl HostBuilder {
             loaded: Mutex::new(HashMap::new()),
             events,
             approval_ttl,
+            record_arguments: settings.record_arguments,
             refs,
             secrets: RwLock::new(Arc::default()),
             reach: RwLock::new(std::collections::HashMap::new()),

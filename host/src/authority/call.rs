@@ -458,6 +458,8 @@ pub(super) struct Pending {
     pub(super) parent: Option<Parent>,
     pub(super) input_refs: Vec<String>,
     pub(super) approval: Option<Approval>,
+    /// The arguments to keep with the run (`record_arguments`), as JSON.
+    pub(super) recorded_args: Option<String>,
     pub(super) start: Instant,
     /// The caller cancelled the call while it executed (counted as
     /// `cancelled` in the metrics).
@@ -497,6 +499,9 @@ impl HostInner {
             parent,
             input_refs: req.input_refs.clone(),
             approval: approved.as_ref().map(|_| Approval::Approved),
+            // An approved run's arguments are in its row already.
+            recorded_args: (self.record_arguments && approved.is_none())
+                .then(|| self.recorded_args(&args)),
             start: Instant::now(),
             cancelled: false,
         };
@@ -592,6 +597,18 @@ impl HostInner {
             }
         }
         Ok(())
+    }
+
+    /// `args` as recorded with a run (`record_arguments`): secrets
+    /// redacted; over [`limits::RECORDED_ARGS_MAX_BYTES`], only their size.
+    fn recorded_args(&self, args: &Value) -> String {
+        let mut args = args.clone();
+        self.redact_value(&mut args);
+        let text = args.to_string();
+        if text.len() > limits::RECORDED_ARGS_MAX_BYTES {
+            return serde_json::json!({ "not_recorded_bytes": text.len() }).to_string();
+        }
+        text
     }
 
     fn wait_for_approval(&self, run: Pending, args: &Value) -> RunReport {
@@ -1003,7 +1020,7 @@ impl HostInner {
             server: server.clone(),
             outcome: done.outcome,
             approval: run.approval,
-            args: None,
+            args: run.recorded_args,
             input_refs: run.input_refs,
             error: error.clone(),
             created_at_ms: run.created_at_ms,

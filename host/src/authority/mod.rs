@@ -80,6 +80,9 @@ pub(crate) struct HostInner {
     loaded: Mutex<HashMap<String, (String, Skill)>>,
     events: tokio::sync::broadcast::Sender<HostEvent>,
     approval_ttl: Duration,
+    /// Keep every call's arguments with its run (`settings.json`
+    /// `record_arguments`).
+    record_arguments: bool,
     refs: RefBlobs,
     /// Every configured secret value (MCP env and header values), redacted
     /// from anything recorded.

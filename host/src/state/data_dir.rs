@@ -58,6 +58,13 @@ pub struct Settings {
     /// Default ([`None`]): 900 (15 minutes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_ttl_secs: Option<u64>,
+    /// Keep every call's arguments with its run (secrets redacted, at most
+    /// [`crate::limits::RECORDED_ARGS_MAX_BYTES`]), for an operator who
+    /// audits what agents sent. Default false: a run keeps the arguments
+    /// of a call only while it waits for approval, so a call's record
+    /// stays small (see `BENCHMARKS.md`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub record_arguments: bool,
     /// OAuth for `serve --http`'s `/mcp`: accept access tokens from this
     /// authorization server (see [`crate::FrontOAuth`]). Default none:
     /// only skillhost tokens.
