@@ -96,7 +96,10 @@ pub(super) async fn take(front: &McpFront, req: Request, stop: &CancellationToke
     // Dropped with this future (the client left): the call is cancelled.
     let guard = ct.clone().drop_guard();
     let front = front.clone();
-    let answer = tokio::spawn(async move { front.call_stateless(params, &meta, ct).await }).await;
+    // Boxed: the call's future is large, and a task moves its future
+    // (here, a pointer) into place.
+    let call = Box::pin(async move { front.call_stateless(params, &meta, ct).await });
+    let answer = tokio::spawn(call).await;
     guard.disarm();
     let message: ServerJsonRpcMessage = match answer {
         Ok(Ok(response)) => JsonRpcMessage::response(ServerResult::from(response), id),
