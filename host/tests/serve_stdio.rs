@@ -270,3 +270,121 @@ fn the_stdio_lane_survives_hostile_lines() {
         "no refusal recorded: {events}"
     );
 }
+
+/// The `_meta` of a 2026-07-28 request, with `extra` keys.
+fn era_meta(extra: Value) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "era-lines", "version": "1"},
+    });
+    if let (Some(m), Some(e)) = (meta.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    meta
+}
+
+/// A 2026-07-28 session (no `initialize`: each request carries its
+/// `_meta`): plain calls take the lane and answer; a call that needs
+/// confirmation waits for the operator; a `_meta` that lacks a required
+/// key (`clientCapabilities`), names another version or asks for progress
+/// gets what the SDK answers; a cancelled call of the lane gets no answer.
+#[test]
+fn calls_of_the_2026_era_take_the_lane_and_odd_ones_get_the_sdks_answers() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let data = local_skills_data(work.path(), true);
+    for args in [
+        &["skills", "trust", "text-tools"][..],
+        &["skills", "trust", "hostile"],
+        &["personas", "add", "support"],
+        &["grants", "skill", "support", "text-tools", "on"],
+        &["grants", "skill", "support", "hostile", "on"],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let mut s = Session::start(&data);
+    let call = |s: &mut Session, id: i64, tool: &str, args: Value, meta: Value| {
+        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args, "_meta": meta}}));
+        s.answer(&json!(id))
+    };
+    // The first call opens the session (the SDK's), the next ones are the
+    // lane's; every one answers.
+    for id in 1..=5 {
+        let a = call(
+            &mut s,
+            id,
+            "text.word_count",
+            json!({"text": "one two three"}),
+            era_meta(json!({})),
+        );
+        assert_eq!(words(&a), Some(3), "{a}");
+    }
+    // A tool that needs confirmation, for a persona whose client may not
+    // approve (the default): it waits for an operator, and nothing is asked
+    // of the client.
+    let a = call(
+        &mut s,
+        10,
+        "text.regex_replace",
+        json!({"text": "a1", "pattern": "[0-9]", "replacement": "#"}),
+        era_meta(json!({})),
+    );
+    assert_eq!(
+        a["result"]["structuredContent"]["status"], "waiting_approval",
+        "{a}"
+    );
+    assert!(
+        !s.drain(Duration::from_millis(300))
+            .iter()
+            .any(|v| v.get("method").is_some()),
+        "the client was asked"
+    );
+    // A _meta without clientCapabilities: the SDK's invalid-params error.
+    let mut partial = era_meta(json!({}));
+    partial
+        .as_object_mut()
+        .map(|m| m.remove("io.modelcontextprotocol/clientCapabilities"));
+    let a = call(&mut s, 11, "text.word_count", json!({"text": "a"}), partial);
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    // A version this server does not speak: refused.
+    let a = call(
+        &mut s,
+        12,
+        "text.word_count",
+        json!({"text": "a"}),
+        era_meta(json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"})),
+    );
+    assert!(a.get("error").is_some(), "{a}");
+    // A progress token: answered too (through the SDK).
+    let a = call(
+        &mut s,
+        13,
+        "text.word_count",
+        json!({"text": "a b"}),
+        era_meta(json!({"progressToken": "p"})),
+    );
+    assert_eq!(words(&a), Some(2), "{a}");
+    // A lane call cancelled: no answer, and the session goes on.
+    s.send(json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+        "params": {"name": "hostile.sleep", "arguments": {}, "_meta": era_meta(json!({}))}}));
+    std::thread::sleep(Duration::from_millis(300));
+    s.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 20, "reason": "changed my mind"}}),
+    );
+    let a = call(
+        &mut s,
+        21,
+        "text.word_count",
+        json!({"text": "still here"}),
+        era_meta(json!({})),
+    );
+    assert_eq!(words(&a), Some(2), "{a}");
+    let late = s.drain(Duration::from_millis(500));
+    assert!(
+        !late.iter().any(|v| v["id"] == 20),
+        "a cancelled call answered: {late:?}"
+    );
+}

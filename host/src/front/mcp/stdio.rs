@@ -3,13 +3,16 @@
 //!
 //! Every line the client writes is read here (at most
 //! [`MCP_STDIO_MAX_LINE_BYTES`]; a longer one is dropped and logged, as rmcp
-//! does). A line that is a `tools/call` request with no `_meta` (so no
-//! progress token and no per-request protocol version), in a session rmcp
-//! has initialized and that has no logging level set, goes to the front's
-//! own [`ServerHandler::call_tool`] with a request context on rmcp's peer:
-//! the same handler rmcp would call, so authorization, confirmation by
-//! elicitation and a skill's questions to the client behave as through
-//! rmcp. Its answer is written as one line. Everything else — the
+//! does). A line that is a `tools/call` request, in a session rmcp has
+//! begun and that has no logging level set, goes to the front's own
+//! [`ServerHandler::call_tool`] with a request context on rmcp's peer when
+//! it has either no `_meta` (a legacy session's call: no progress token,
+//! no per-request version) or a 2026-07-28 `_meta` that names that version
+//! with every key the era requires and asks for no progress and no log
+//! level (moved into the context, as rmcp does). It is the same handler
+//! rmcp would call, so authorization, confirmation (by elicitation in a
+//! legacy session, by `input_required` in the 2026-07-28 era) and a
+//! skill's questions to the client behave as through rmcp. Its answer is written as one line. Everything else — the
 //! handshake, every other method, the client's answers to the server's own
 //! requests, notifications, malformed lines — goes to rmcp unchanged
 //! through an in-memory pipe, and rmcp's output is copied to the client
@@ -31,7 +34,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -257,7 +261,10 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Lane<W> {
         let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else {
             return false;
         };
-        if call.jsonrpc != "2.0" || call.method != "tools/call" || call.params.meta.is_some() {
+        if call.jsonrpc != "2.0"
+            || call.method != "tools/call"
+            || !call.params.meta.as_ref().is_none_or(plain_meta)
+        {
             return false;
         }
         let ct = CancellationToken::new();
@@ -284,10 +291,13 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Lane<W> {
         }
         let mut context = RequestContext::new(call.id.clone(), peer.clone());
         context.ct = ct;
+        let (id, mut params) = (call.id, call.params);
+        if let Some(meta) = params.meta.take() {
+            context.meta = meta;
+        }
         let front = self.front.clone();
         let out = self.out.clone();
         let in_flight = self.in_flight.clone();
-        let (id, params) = (call.id, call.params);
         calls.spawn(async move {
             let result = ServerHandler::call_tool(&front, params, context).await;
             if lock(&in_flight).remove(&id).is_none() {
@@ -323,6 +333,19 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Lane<W> {
             None => false,
         }
     }
+}
+
+/// Whether a call's `_meta` is one the lane serves: the 2026-07-28 era's,
+/// with every key it requires, asking for no progress and no log level (a
+/// call with notices stays on rmcp's path: its answer must not overtake
+/// them; an older or unknown version is rmcp's to refuse).
+fn plain_meta(meta: &RequestMetaObject) -> bool {
+    meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
+        && meta
+            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+            .is_empty()
+        && meta.get_progress_token().is_none()
+        && meta.log_level().is_none()
 }
 
 /// Copies rmcp's output to the client, a line at a time.
@@ -415,11 +438,25 @@ mod tests {
         .expect("a call");
         assert_eq!(call.params.name, "t");
         assert!(call.params.meta.is_none());
-        let with_meta: CallLine<'_> = serde_json::from_slice(
-            br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t","_meta":{"progressToken":1}}}"#,
-        )
-        .expect("a call with _meta");
-        assert!(with_meta.params.meta.is_some(), "left to rmcp");
+        let meta = |m: &str| -> RequestMetaObject {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{{"name":"t","_meta":{m}}}}}"#
+            );
+            let call: CallLine<'_> = serde_json::from_str(&line).expect("a call with _meta");
+            call.params.meta.expect("its _meta")
+        };
+        let era = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}"#;
+        assert!(plain_meta(&meta(&format!("{{{era}}}"))));
+        for left_to_rmcp in [
+            r#"{"progressToken":1}"#.to_string(),
+            format!(r#"{{{era},"progressToken":1}}"#),
+            format!(r#"{{{era},"io.modelcontextprotocol/logLevel":"info"}}"#),
+            format!("{{{}}}", era.replace("2026-07-28", "2025-11-25")),
+            format!("{{{}}}", era.replace("2026-07-28", "2099-01-01")),
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#.to_string(),
+        ] {
+            assert!(!plain_meta(&meta(&left_to_rmcp)), "{left_to_rmcp}");
+        }
         for not_a_call in [
             &br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#[..],
             br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
