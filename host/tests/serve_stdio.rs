@@ -15,7 +15,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use common::{command, local_skills_data, skillhost, stderr};
+use common::{command, local_skills_data, run_all, skillhost};
 use serde_json::{Value, json};
 
 /// A `serve --stdio` process and its stdout, line by line.
@@ -110,6 +110,24 @@ impl Drop for Session {
     }
 }
 
+/// A data dir under `work` with text-tools and the hostile skill trusted
+/// and persona `support` granted the skills `granted`.
+fn support_data(work: &std::path::Path, granted: &[&str]) -> std::path::PathBuf {
+    let data = local_skills_data(work, true);
+    run_all(
+        &data,
+        &[
+            &["skills", "trust", "text-tools"],
+            &["skills", "trust", "hostile"],
+            &["personas", "add", "support"],
+        ],
+    );
+    for skill in granted {
+        run_all(&data, &[&["grants", "skill", "support", skill, "on"]]);
+    }
+    data
+}
+
 fn words(answer: &Value) -> Option<u64> {
     answer["result"]["structuredContent"]["words"].as_u64()
 }
@@ -117,16 +135,7 @@ fn words(answer: &Value) -> Option<u64> {
 #[test]
 fn the_stdio_lane_survives_hostile_lines() {
     let work = tempfile::tempdir().expect("tempdir");
-    let data = local_skills_data(work.path(), true);
-    for args in [
-        &["skills", "trust", "text-tools"][..],
-        &["skills", "trust", "hostile"],
-        &["personas", "add", "support"],
-        &["grants", "skill", "support", "hostile", "on"],
-    ] {
-        let o = skillhost(&data, args);
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    }
+    let data = support_data(work.path(), &["hostile"]);
     let mut s = Session::start(&data);
 
     // A call before the handshake is the SDK's to refuse; then the handshake.
@@ -150,8 +159,10 @@ fn the_stdio_lane_survives_hostile_lines() {
             .is_some_and(|m| m.contains("text.word_count")),
         "{refused}"
     );
-    let o = skillhost(&data, &["grants", "skill", "support", "text-tools", "on"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    run_all(
+        &data,
+        &[&["grants", "skill", "support", "text-tools", "on"]],
+    );
     assert_eq!(words(&s.word_count(2, "one two three")), Some(3));
 
     // A line over 16 MiB is dropped unread; the next line is answered.
@@ -292,17 +303,7 @@ fn era_meta(extra: Value) -> Value {
 #[test]
 fn calls_of_the_2026_era_take_the_lane_and_odd_ones_get_the_sdks_answers() {
     let work = tempfile::tempdir().expect("tempdir");
-    let data = local_skills_data(work.path(), true);
-    for args in [
-        &["skills", "trust", "text-tools"][..],
-        &["skills", "trust", "hostile"],
-        &["personas", "add", "support"],
-        &["grants", "skill", "support", "text-tools", "on"],
-        &["grants", "skill", "support", "hostile", "on"],
-    ] {
-        let o = skillhost(&data, args);
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    }
+    let data = support_data(work.path(), &["text-tools", "hostile"]);
     let mut s = Session::start(&data);
     let call = |s: &mut Session, id: i64, tool: &str, args: Value, meta: Value| {
         s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -346,25 +347,17 @@ fn calls_of_the_2026_era_take_the_lane_and_odd_ones_get_the_sdks_answers() {
     partial
         .as_object_mut()
         .map(|m| m.remove("io.modelcontextprotocol/clientCapabilities"));
-    let a = call(&mut s, 11, "text.word_count", json!({"text": "a"}), partial);
+    let count = |s: &mut Session, id: i64, text: &str, meta: Value| {
+        call(s, id, "text.word_count", json!({ "text": text }), meta)
+    };
+    let a = count(&mut s, 11, "a", partial);
     assert_eq!(a["error"]["code"], -32602, "{a}");
     // A version this server does not speak: refused.
-    let a = call(
-        &mut s,
-        12,
-        "text.word_count",
-        json!({"text": "a"}),
-        era_meta(json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"})),
-    );
+    let unknown = json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"});
+    let a = count(&mut s, 12, "a", era_meta(unknown));
     assert!(a.get("error").is_some(), "{a}");
     // A progress token: answered too (through the SDK).
-    let a = call(
-        &mut s,
-        13,
-        "text.word_count",
-        json!({"text": "a b"}),
-        era_meta(json!({"progressToken": "p"})),
-    );
+    let a = count(&mut s, 13, "a b", era_meta(json!({"progressToken": "p"})));
     assert_eq!(words(&a), Some(2), "{a}");
     // A lane call cancelled: no answer, and the session goes on.
     s.send(json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::client::{Api, ERA};
-use crate::common::{local_skills_data, skillhost, start_http, stderr, stdout};
+use crate::common::{local_skills_data, run_all, skillhost, start_http, stderr, stdout};
 
 /// A raw HTTP/1.1 exchange: `body` sent after `headers` (with the
 /// `Content-Length` given, or the body's own); the status and the body
@@ -111,16 +111,16 @@ async fn runs_of(api: &Api, tool: &str) -> Vec<Value> {
 async fn requests_that_look_plain_get_what_rmcp_answers_and_the_server_goes_on() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = local_skills_data(work.path(), true);
-    for args in [
-        &["skills", "trust", "text-tools"][..],
-        &["skills", "trust", "hostile"],
-        &["personas", "add", "eve"],
-        &["grants", "skill", "eve", "text-tools", "on"],
-        &["grants", "skill", "eve", "hostile", "on"],
-    ] {
-        let o = skillhost(&data, args);
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    }
+    run_all(
+        &data,
+        &[
+            &["skills", "trust", "text-tools"],
+            &["skills", "trust", "hostile"],
+            &["personas", "add", "eve"],
+            &["grants", "skill", "eve", "text-tools", "on"],
+            &["grants", "skill", "eve", "hostile", "on"],
+        ],
+    );
     let token = {
         let o = skillhost(&data, &["tokens", "add", "--persona", "eve"]);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -131,21 +131,16 @@ async fn requests_that_look_plain_get_what_rmcp_answers_and_the_server_goes_on()
     let port = server.port;
     let api = Api::new(port, &data);
     let words = |text: &str| call_body("text.word_count", json!({"text": text}));
+    // A plain call of `text.word_count`: the words it counted.
+    let count = |text: &str| {
+        let (status, body) = exchange(port, &plain(&bearer, "text.word_count"), &words(text), None);
+        assert_eq!(status, 200, "{}", &body[..body.len().min(300)]);
+        assert_eq!(answer(&body)["id"], 7, "the answer to this request");
+        answer(&body)["result"]["structuredContent"]["words"].clone()
+    };
 
     // The plain call: one JSON answer.
-    let (status, body) = exchange(
-        port,
-        &plain(&bearer, "text.word_count"),
-        &words("a b c"),
-        None,
-    );
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        answer(&body)["result"]["structuredContent"]["words"],
-        3,
-        "{body}"
-    );
-    assert_eq!(answer(&body)["id"], 7);
+    assert_eq!(count("a b c"), 3);
 
     // Mcp-Name says one tool, the body another: refused before anything runs.
     let regex = call_body(
@@ -202,13 +197,7 @@ async fn requests_that_look_plain_get_what_rmcp_answers_and_the_server_goes_on()
     assert_eq!(exchange(port, &text, &words("a"), None).0, 415);
 
     // Over the lane's size: still answered, by rmcp.
-    let big = "w ".repeat(40_000);
-    let (status, body) = exchange(port, &plain(&bearer, "text.word_count"), &words(&big), None);
-    assert_eq!(status, 200, "{}", &body[..body.len().min(300)]);
-    assert_eq!(
-        answer(&body)["result"]["structuredContent"]["words"],
-        40_000
-    );
+    assert_eq!(count(&"w ".repeat(40_000)), 40_000);
 
     // An unknown tool: a JSON-RPC error naming it, and a refusal on record.
     let (status, body) = exchange(
@@ -274,12 +263,5 @@ async fn requests_that_look_plain_get_what_rmcp_answers_and_the_server_goes_on()
     );
 
     // And the server still answers a plain call.
-    let (status, body) = exchange(
-        port,
-        &plain(&bearer, "text.word_count"),
-        &words("still here"),
-        None,
-    );
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(answer(&body)["result"]["structuredContent"]["words"], 2);
+    assert_eq!(count("still here"), 2);
 }

@@ -40,6 +40,15 @@ pub fn skillhost(data: &Path, args: &[&str]) -> Output {
     command(data, args).output().expect("run skillhost")
 }
 
+/// Runs each of `steps` (arguments to `skillhost`) in turn, failing the
+/// test with the step and its stderr on the first that fails.
+pub fn run_all(data: &Path, steps: &[&[&str]]) {
+    for args in steps {
+        let o = skillhost(data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+}
+
 /// The process's stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -27,36 +27,21 @@
 //! The call runs in its own task, cancelled if the client leaves before
 //! the answer (as rmcp does) or when the server's grace period ends.
 
-use std::borrow::Cow;
-
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use rmcp::model::{
-    CallToolRequestParams, ErrorCode, ErrorData, JsonRpcMessage, ProtocolVersion, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    ErrorCode, ErrorData, JsonRpcMessage, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
 };
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::front::mcp::McpFront;
+use crate::front::mcp::{LaneCall, McpFront};
 use crate::limits::MCP_HTTP_LANE_MAX_BODY_BYTES;
 
 /// The one protocol version the lane serves.
 const ERA: &str = "2026-07-28";
-
-/// A `tools/call` request, as the lane reads it.
-#[derive(Deserialize)]
-struct Call<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: RequestId,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    params: CallToolRequestParams,
-}
 
 /// What the lane did with a request.
 pub(super) enum Taken {
@@ -84,11 +69,11 @@ pub(super) async fn take(front: &McpFront, req: Request, stop: &CancellationToke
             ));
         }
     };
-    let call = match serde_json::from_slice::<Call<'_>>(&bytes) {
+    let call = match serde_json::from_slice::<LaneCall<'_>>(&bytes) {
         Ok(c) if is_plain(&c, &name) && !front.takes_header_params(&c.params.name) => c,
         _ => return Taken::NotOurs(Request::from_parts(parts, Body::from(bytes.clone()))),
     };
-    let Call { id, params, .. } = call;
+    let LaneCall { id, params, .. } = call;
     let Some(meta) = params.meta.clone() else {
         return Taken::NotOurs(Request::from_parts(parts, Body::from(bytes.clone())));
     };
@@ -183,7 +168,7 @@ fn accepts_both(headers: &HeaderMap) -> bool {
 }
 
 /// Whether `call` is a plain call of tool `name` (see the module).
-fn is_plain(call: &Call<'_>, name: &[u8]) -> bool {
+fn is_plain(call: &LaneCall<'_>, name: &[u8]) -> bool {
     let p = &call.params;
     let Some(meta) = &p.meta else {
         return false;
@@ -246,7 +231,30 @@ mod tests {
     ];
 
     /// A change to the plain headers.
-    type Change = fn(&mut HeaderMap);
+    enum Edit {
+        /// Replaces a header.
+        Set(&'static str, &'static str),
+        /// Adds a second value.
+        Add(&'static str, &'static str),
+        /// Removes a header.
+        Remove(&'static str),
+    }
+
+    impl Edit {
+        fn apply(&self, h: &mut HeaderMap) {
+            match *self {
+                Edit::Set(k, v) => {
+                    h.insert(k, HeaderValue::from_static(v));
+                }
+                Edit::Add(k, v) => {
+                    h.append(k, HeaderValue::from_static(v));
+                }
+                Edit::Remove(k) => {
+                    h.remove(k);
+                }
+            }
+        }
+    }
 
     fn with(change: impl FnOnce(&mut HeaderMap)) -> Option<Vec<u8>> {
         let mut h = headers(PLAIN);
@@ -258,46 +266,22 @@ mod tests {
     fn only_plain_headers_take_the_lane() {
         assert_eq!(with(|_| {}).as_deref(), Some(&b"text.word_count"[..]));
         assert!(plain_headers(&Method::GET, &headers(PLAIN)).is_none());
-        let refused: [(&str, Change); 11] = [
-            ("session", |h| {
-                h.insert("mcp-session-id", HeaderValue::from_static("s"));
-            }),
-            ("param header", |h| {
-                h.insert("mcp-param-text", HeaderValue::from_static("x"));
-            }),
-            ("two names", |h| {
-                h.append("mcp-name", HeaderValue::from_static("other"));
-            }),
-            ("no name", |h| {
-                h.remove("mcp-name");
-            }),
-            ("other method", |h| {
-                h.insert("mcp-method", HeaderValue::from_static("tools/list"));
-            }),
-            ("legacy era", |h| {
-                h.insert(
-                    "mcp-protocol-version",
-                    HeaderValue::from_static("2025-06-18"),
-                );
-            }),
-            ("text body", |h| {
-                h.insert("content-type", HeaderValue::from_static("text/plain"));
-            }),
-            ("json only", |h| {
-                h.insert("accept", HeaderValue::from_static("application/json"));
-            }),
-            ("no length", |h| {
-                h.remove("content-length");
-            }),
-            ("too long", |h| {
-                h.insert("content-length", HeaderValue::from_static("99999999"));
-            }),
-            ("bad length", |h| {
-                h.insert("content-length", HeaderValue::from_static("-1"));
-            }),
+        use Edit::{Add, Remove, Set};
+        let refused: [(&str, Edit); 11] = [
+            ("session", Set("mcp-session-id", "s")),
+            ("param header", Set("mcp-param-text", "x")),
+            ("two names", Add("mcp-name", "other")),
+            ("no name", Remove("mcp-name")),
+            ("other method", Set("mcp-method", "tools/list")),
+            ("legacy era", Set("mcp-protocol-version", "2025-06-18")),
+            ("text body", Set("content-type", "text/plain")),
+            ("json only", Set("accept", "application/json")),
+            ("no length", Remove("content-length")),
+            ("too long", Set("content-length", "99999999")),
+            ("bad length", Set("content-length", "-1")),
         ];
-        for (what, change) in refused {
-            assert!(with(change).is_none(), "{what}");
+        for (what, edit) in refused {
+            assert!(with(|h| edit.apply(h)).is_none(), "{what}");
         }
         assert!(
             with(|h| {
@@ -314,7 +298,7 @@ mod tests {
         );
     }
 
-    fn call(body: &str) -> Call<'_> {
+    fn call(body: &str) -> LaneCall<'_> {
         serde_json::from_str(body).expect("a call")
     }
 
@@ -356,7 +340,10 @@ mod tests {
     #[test]
     fn statuses_follow_rmcp() {
         let err = |code| -> ServerJsonRpcMessage {
-            JsonRpcMessage::error(ErrorData::new(code, "x", None), Some(RequestId::Number(1)))
+            JsonRpcMessage::error(
+                ErrorData::new(code, "x", None),
+                Some(rmcp::model::RequestId::Number(1)),
+            )
         };
         assert_eq!(
             status_of(&err(ErrorCode::HEADER_MISMATCH)),

@@ -7,9 +7,32 @@
 //! none, and rmcp offers no way to make one. So the call path reads this
 //! instead, made from either.
 
-use rmcp::model::{ClientCapabilities, ProtocolVersion, RequestMetaObject};
+use std::borrow::Cow;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ProtocolVersion, RequestId, RequestMetaObject,
+};
 use rmcp::service::{Peer, RequestContext, RoleServer};
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+
+/// A `tools/call` request as the lanes read it (`stdio.rs`,
+/// `front/http/lane.rs`): the envelope's fields borrowed, the parameters
+/// as rmcp's handler takes them. Anything else in the message is ignored,
+/// as rmcp ignores it.
+#[derive(Deserialize)]
+pub(crate) struct LaneCall<'a> {
+    /// `"2.0"` for a JSON-RPC 2.0 request (the lanes check it).
+    #[serde(borrow)]
+    pub jsonrpc: Cow<'a, str>,
+    /// The request's id.
+    pub id: RequestId,
+    /// `"tools/call"` for a call (the lanes check it).
+    #[serde(borrow)]
+    pub method: Cow<'a, str>,
+    /// The call.
+    pub params: CallToolRequestParams,
+}
 
 /// The request around one `tools/call`.
 pub(crate) struct CallContext {

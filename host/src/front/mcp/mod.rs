@@ -47,6 +47,7 @@
 mod ask;
 pub(crate) mod confirm;
 mod context;
+pub(crate) use context::LaneCall;
 mod forward;
 mod logging;
 mod prompts;

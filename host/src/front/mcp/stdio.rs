@@ -34,8 +34,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject,
-    ServerJsonRpcMessage, ServerResult,
+    JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
@@ -44,6 +44,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio_util::sync::CancellationToken;
 
 use super::McpFront;
+use super::context::LaneCall;
 use crate::limits::MCP_STDIO_MAX_LINE_BYTES;
 
 /// Bytes buffered in the pipe between this session and rmcp, each way.
@@ -64,17 +65,6 @@ pub enum StdioSessionError {
     /// The session ended with an error after it began.
     #[error("the MCP session ended with an error: {0}")]
     Session(String),
-}
-
-/// A `tools/call` request, as the lane reads it.
-#[derive(Deserialize)]
-struct CallLine<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: RequestId,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    params: CallToolRequestParams,
 }
 
 /// A `notifications/cancelled`, as the lane reads it.
@@ -258,7 +248,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Lane<W> {
         if !contains(line, b"\"tools/call\"") || self.front.log_level.get().is_some() {
             return false;
         }
-        let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else {
+        let Ok(call) = serde_json::from_slice::<LaneCall<'_>>(line) else {
             return false;
         };
         if call.jsonrpc != "2.0"
@@ -432,7 +422,7 @@ mod tests {
 
     #[test]
     fn the_lane_reads_calls_and_cancellations_and_nothing_else() {
-        let call: CallLine<'_> = serde_json::from_slice(
+        let call: LaneCall<'_> = serde_json::from_slice(
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"x":1}}}"#,
         )
         .expect("a call");
@@ -442,7 +432,7 @@ mod tests {
             let line = format!(
                 r#"{{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{{"name":"t","_meta":{m}}}}}"#
             );
-            let call: CallLine<'_> = serde_json::from_str(&line).expect("a call with _meta");
+            let call: LaneCall<'_> = serde_json::from_str(&line).expect("a call with _meta");
             call.params.meta.expect("its _meta")
         };
         let era = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}"#;
@@ -464,7 +454,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}"#,
         ] {
             assert!(
-                serde_json::from_slice::<CallLine<'_>>(not_a_call).is_err(),
+                serde_json::from_slice::<LaneCall<'_>>(not_a_call).is_err(),
                 "{}",
                 String::from_utf8_lossy(not_a_call)
             );
