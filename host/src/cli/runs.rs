@@ -75,8 +75,10 @@ pub(super) enum RunsCommand {
         #[arg(long)]
         decline: bool,
     },
-    /// The audit events, newest first: calls, approvals, refusals,
-    /// permission approvals, secrets set and removed, outbound requests.
+    /// The audit events, newest first: calls that waited, failed, trapped
+    /// or were invoked by another run (a call that ended ok on its own is
+    /// recorded by its run: `runs list`), approvals, refusals, permission
+    /// approvals, secrets set and removed, outbound requests.
     Events {
         /// At most this many.
         #[arg(long, default_value_t = 50)]

@@ -356,7 +356,8 @@ pub(crate) async fn get(
     blocking(move || Ok(Json(existing(&host, &id)?.into()))).await
 }
 
-/// Recorded events, newest first.
+/// Recorded events, newest first (a call that ended ok on its own has no
+/// event: its run, at `/runs`, is its record).
 #[utoipa::path(
     get,
     path = "/events",
