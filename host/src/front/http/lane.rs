@@ -32,12 +32,10 @@ use axum::extract::Request;
 use axum::http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use rmcp::model::{
-    ErrorCode, ErrorData, JsonRpcMessage, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
-};
+use rmcp::model::{ErrorCode, ErrorData, JsonRpcMessage, ServerJsonRpcMessage, ServerResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::front::mcp::{LaneCall, McpFront};
+use crate::front::mcp::{LaneCall, McpFront, plain_meta};
 use crate::limits::MCP_HTTP_LANE_MAX_BODY_BYTES;
 
 /// The one protocol version the lane serves.
@@ -170,20 +168,11 @@ fn accepts_both(headers: &HeaderMap) -> bool {
 /// Whether `call` is a plain call of tool `name` (see the module).
 fn is_plain(call: &LaneCall<'_>, name: &[u8]) -> bool {
     let p = &call.params;
-    let Some(meta) = &p.meta else {
-        return false;
-    };
-    call.jsonrpc == "2.0"
-        && call.method == "tools/call"
+    call.is_call()
         && p.name.as_bytes() == name
         && p.request_state.is_none()
         && p.input_responses.is_none()
-        && meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
-        && meta
-            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-            .is_empty()
-        && meta.get_progress_token().is_none()
-        && meta.log_level().is_none()
+        && p.meta.as_ref().is_some_and(plain_meta)
 }
 
 /// The HTTP status of an answer, as rmcp gives it on this path: 400 for a

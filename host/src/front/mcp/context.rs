@@ -34,6 +34,26 @@ pub(crate) struct LaneCall<'a> {
     pub params: CallToolRequestParams,
 }
 
+impl LaneCall<'_> {
+    /// Whether this is a JSON-RPC 2.0 `tools/call` request.
+    pub fn is_call(&self) -> bool {
+        self.jsonrpc == "2.0" && self.method == "tools/call"
+    }
+}
+
+/// Whether a call's `_meta` is one the lanes serve: the 2026-07-28 era's,
+/// with every key it requires, asking for no progress and no log level (a
+/// call with notices stays on rmcp's path: its answer must not overtake
+/// them; an older or unknown version is rmcp's to refuse).
+pub(crate) fn plain_meta(meta: &RequestMetaObject) -> bool {
+    meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
+        && meta
+            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+            .is_empty()
+        && meta.get_progress_token().is_none()
+        && meta.log_level().is_none()
+}
+
 /// The request around one `tools/call`.
 pub(crate) struct CallContext {
     /// Cancelled when the client cancels the request or leaves.

@@ -47,7 +47,7 @@
 mod ask;
 pub(crate) mod confirm;
 mod context;
-pub(crate) use context::LaneCall;
+pub(crate) use context::{LaneCall, plain_meta};
 mod forward;
 mod logging;
 mod prompts;

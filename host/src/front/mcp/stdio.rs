@@ -33,10 +33,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rmcp::model::{
-    JsonRpcMessage, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
-    ServerResult,
-};
+use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde::Deserialize;
@@ -44,7 +41,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio_util::sync::CancellationToken;
 
 use super::McpFront;
-use super::context::LaneCall;
+use super::context::{LaneCall, plain_meta};
 use crate::limits::MCP_STDIO_MAX_LINE_BYTES;
 
 /// Bytes buffered in the pipe between this session and rmcp, each way.
@@ -251,10 +248,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Lane<W> {
         let Ok(call) = serde_json::from_slice::<LaneCall<'_>>(line) else {
             return false;
         };
-        if call.jsonrpc != "2.0"
-            || call.method != "tools/call"
-            || !call.params.meta.as_ref().is_none_or(plain_meta)
-        {
+        if !call.is_call() || !call.params.meta.as_ref().is_none_or(plain_meta) {
             return false;
         }
         let ct = CancellationToken::new();
@@ -325,19 +319,6 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Lane<W> {
     }
 }
 
-/// Whether a call's `_meta` is one the lane serves: the 2026-07-28 era's,
-/// with every key it requires, asking for no progress and no log level (a
-/// call with notices stays on rmcp's path: its answer must not overtake
-/// them; an older or unknown version is rmcp's to refuse).
-fn plain_meta(meta: &RequestMetaObject) -> bool {
-    meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
-        && meta
-            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-            .is_empty()
-        && meta.get_progress_token().is_none()
-        && meta.log_level().is_none()
-}
-
 /// Copies rmcp's output to the client, a line at a time.
 async fn copy_lines<R, W>(mut from_rmcp: R, out: Out<W>)
 where
@@ -380,6 +361,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rmcp::model::RequestMetaObject;
 
     async fn lines(input: &[u8]) -> Vec<Result<String, ()>> {
         let mut input = input;
