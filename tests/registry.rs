@@ -36,9 +36,38 @@ use skillhost_e2e::peers;
 use skillhost_mcp::{McpConfig, Secret, ServerConfig};
 use skillhost_test_plugins as art;
 
+#[path = "peers/database.rs"]
+mod database;
+
 // ---------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------
+
+/// A test run on each database the host keeps its state in (the test
+/// matrix): `NAME::sqlite` on the data dir's SQLite file, `NAME::postgres`
+/// on a fresh PostgreSQL database (skipped, saying why, without a test
+/// server). The body gets the test's `Env`.
+macro_rules! on_each_database {
+    ($(#[$attr:meta])* async fn $name:ident($env:ident) $body:block) => {
+        mod $name {
+            use super::*;
+
+            async fn body($env: Env) $body
+
+            $(#[$attr])*
+            async fn sqlite() {
+                body(Env::new()).await
+            }
+
+            $(#[$attr])*
+            async fn postgres() {
+                if let Some(env) = Env::on_postgres(stringify!($name)) {
+                    body(env).await
+                }
+            }
+        }
+    };
+}
 
 /// A run's output as JSON (a skill's value, an MCP result's JSON).
 fn output(r: &RunReport) -> Option<Value> {
@@ -59,18 +88,40 @@ fn sandbox() -> Sandbox {
         .clone()
 }
 
-/// A temp folder holding a data dir and local skill folders.
+/// A temp folder holding a data dir and local skill folders, and the
+/// PostgreSQL database the data dir names when the test runs on one.
 struct Env {
     tmp: tempfile::TempDir,
+    database: Option<database::TestDatabase>,
 }
 
 impl Env {
+    /// A data dir on its own SQLite file.
     fn new() -> Env {
         let env = Env {
             tmp: tempfile::tempdir().expect("tempdir"),
+            database: None,
         };
         std::fs::create_dir_all(env.data()).expect("data dir");
         env
+    }
+
+    /// A data dir whose settings name a fresh PostgreSQL database; `None`
+    /// (the test skips, saying why) without a test server.
+    fn on_postgres(test: &str) -> Option<Env> {
+        let mut env = Env::new();
+        env.database = Some(database::fresh(test)?);
+        env.write_settings(json!({}));
+        Some(env)
+    }
+
+    /// Writes `settings.json` with `settings`, and the database the test
+    /// runs on.
+    fn write_settings(&self, mut settings: Value) {
+        if let Some(db) = &self.database {
+            settings["database"] = json!(db.url);
+        }
+        std::fs::write(self.data().join("settings.json"), settings.to_string()).expect("settings");
     }
 
     fn data(&self) -> PathBuf {
@@ -91,8 +142,7 @@ impl Env {
 
     /// Lists local skill folders in `settings.json`.
     fn settings(&self, skill_dirs: &[PathBuf]) {
-        let s = json!({ "skill_dirs": skill_dirs });
-        std::fs::write(self.data().join("settings.json"), s.to_string()).expect("settings");
+        self.write_settings(json!({ "skill_dirs": skill_dirs }));
     }
 
     /// Writes `mcp_servers.json`.
@@ -370,10 +420,10 @@ fn granted(k: usize, p: usize, s: usize) -> bool {
     }
 }
 
+on_each_database! {
 #[tokio::test]
-async fn authorization_matrix_personas_skills_trust_enabled_grants() {
+async fn authorization_matrix_personas_skills_trust_enabled_grants(env) {
     let started = Instant::now();
-    let env = Env::new();
     env.settings(&[hostile_skill(&env, &[])]);
     let host = env.host().await;
     for p in PERSONAS {
@@ -577,14 +627,15 @@ async fn authorization_matrix_personas_skills_trust_enabled_grants() {
     host.shutdown().await;
     eprintln!("matrix: 64 states in {:?}", started.elapsed());
 }
+}
 
 // ---------------------------------------------------------------------------
 // 1b. A skill's `invoke` is limited by its tool_names and the caller's grants
 // ---------------------------------------------------------------------------
 
+on_each_database! {
 #[tokio::test]
-async fn invoke_from_a_skill_is_limited_by_tool_names_and_grants() {
-    let env = Env::new();
+async fn invoke_from_a_skill_is_limited_by_tool_names_and_grants(env) {
     env.settings(&[hostile_skill(&env, &[]), mutating_text_tools(&env)]);
     let host = env.host().await;
     host.trust_skill("hostile").expect("trust");
@@ -689,14 +740,15 @@ async fn invoke_from_a_skill_is_limited_by_tool_names_and_grants() {
     assert!(pending.is_empty(), "{pending:?}");
     host.shutdown().await;
 }
+}
 
 // ---------------------------------------------------------------------------
 // 2. The `*` wildcard of MCP grants
 // ---------------------------------------------------------------------------
 
+on_each_database! {
 #[tokio::test]
-async fn mcp_wildcard_grants_follow_the_seed() {
-    let env = Env::new();
+async fn mcp_wildcard_grants_follow_the_seed(env) {
     let mut config = McpConfig::default();
     config.servers.push(idle_server("notes", &[]));
     config.servers.push(idle_server("web", &[]));
@@ -830,10 +882,11 @@ async fn mcp_wildcard_grants_follow_the_seed() {
     assert_eq!(env.mcp_config(), before);
     host.shutdown().await;
 }
+}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_tools_in_tool_specs_per_persona_and_globally() {
-    let env = Env::new();
+async fn mcp_tools_in_tool_specs_per_persona_and_globally(env) {
     // A skill that claims `py.cwd` before the server does.
     let shadow = env.skill(
         "py-shadow",
@@ -998,6 +1051,7 @@ async fn mcp_tools_in_tool_specs_per_persona_and_globally() {
     expect(&r, Outcome::Denied);
     host.shutdown().await;
 }
+}
 
 // ---------------------------------------------------------------------------
 // 3. Confirmation
@@ -1022,9 +1076,9 @@ fn call_events(host: &Host, run_id: &str, outcome: Outcome) -> usize {
         .count()
 }
 
+on_each_database! {
 #[tokio::test]
-async fn confirmation_approve_once_replay_deny_and_reauthorization() {
-    let env = Env::new();
+async fn confirmation_approve_once_replay_deny_and_reauthorization(env) {
     env.settings(&[mutating_text_tools(&env)]);
     let host = env.host().await;
 
@@ -1222,10 +1276,11 @@ async fn confirmation_approve_once_replay_deny_and_reauthorization() {
     other.shutdown().await;
     host.shutdown().await;
 }
+}
 
+on_each_database! {
 #[tokio::test]
-async fn approvals_expire_after_their_ttl() {
-    let env = Env::new();
+async fn approvals_expire_after_their_ttl(env) {
     env.settings(&[mutating_text_tools(&env)]);
     let ttl = Duration::from_millis(300);
     let host = env.host_with(|b| b.approval_ttl(ttl)).await;
@@ -1283,12 +1338,13 @@ async fn approvals_expire_after_their_ttl() {
     assert!(e.to_string().contains("expired"), "{e}");
     host.shutdown().await;
 }
+}
 
+on_each_database! {
 /// An expired approval is no longer listed as waiting, and `why` does not
 /// tell the operator that it waits for a decision.
 #[tokio::test]
-async fn expired_approvals_are_not_listed_as_pending() {
-    let env = Env::new();
+async fn expired_approvals_are_not_listed_as_pending(env) {
     env.settings(&[mutating_text_tools(&env)]);
     let host = env
         .host_with(|b| b.approval_ttl(Duration::from_millis(200)))
@@ -1319,14 +1375,15 @@ async fn expired_approvals_are_not_listed_as_pending() {
     assert_ne!(why.first_broken.as_deref(), Some("approvals"), "{why:?}");
     host.shutdown().await;
 }
+}
 
 // ---------------------------------------------------------------------------
 // 4. Registry rules
 // ---------------------------------------------------------------------------
 
+on_each_database! {
 #[tokio::test]
-async fn registry_unresolved_conflicts_specialists_and_default_schema() {
-    let env = Env::new();
+async fn registry_unresolved_conflicts_specialists_and_default_schema(env) {
     let planner = env.skill(
         "planner",
         "name: planner\nversion: 1.0.0\ndescription: Instructions only.\n\
@@ -1536,14 +1593,15 @@ async fn registry_unresolved_conflicts_specialists_and_default_schema() {
     }
     host.shutdown().await;
 }
+}
 
 // ---------------------------------------------------------------------------
 // 5. Input refs
 // ---------------------------------------------------------------------------
 
+on_each_database! {
 #[tokio::test]
-async fn input_refs_must_be_listed_and_exist() {
-    let env = Env::new();
+async fn input_refs_must_be_listed_and_exist(env) {
     let host = env.host().await;
     host.add_persona("ana", "").expect("persona");
     host.add_persona("bob", "").expect("persona");
@@ -1654,6 +1712,7 @@ async fn input_refs_must_be_listed_and_exist() {
     assert!(host.remove_ref(&a.ref_id).is_err());
     host.shutdown().await;
 }
+}
 
 // ---------------------------------------------------------------------------
 // 6. Secrets
@@ -1678,9 +1737,9 @@ fn drain(
     out
 }
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn secrets_never_reach_runs_events_or_errors() {
-    let env = Env::new();
+async fn secrets_never_reach_runs_events_or_errors(env) {
     let env_secret = "sk-env-4f1b9c2e7d";
     let header_secret = "Bearer hdr-8e2a5c1f03";
     let mut config = McpConfig::default();
@@ -1700,11 +1759,7 @@ async fn secrets_never_reach_runs_events_or_errors() {
     config.servers.push(remote);
     env.mcp(&config);
     // Every call's arguments kept too: redacted like the rest.
-    std::fs::write(
-        env.data().join("settings.json"),
-        json!({ "record_arguments": true }).to_string(),
-    )
-    .expect("settings");
+    env.write_settings(json!({ "record_arguments": true }));
     let host = env.host().await;
     host.add_persona("ana", "").expect("persona");
     host.grant_skill("ana", "text-tools", true).expect("grant");
@@ -1785,13 +1840,14 @@ async fn secrets_never_reach_runs_events_or_errors() {
     );
     host.shutdown().await;
 }
+}
 
+on_each_database! {
 /// A call's arguments stay with its run only while it waits for approval,
 /// unless the operator records them all (`record_arguments`): then every
 /// run keeps them, and arguments over the limit are kept as their size.
 #[tokio::test]
-async fn arguments_are_recorded_only_when_the_operator_asks() {
-    let env = Env::new();
+async fn arguments_are_recorded_only_when_the_operator_asks(env) {
     let recorded =
         |host: &Host, run_id: &str| host.run(run_id).expect("run").expect("recorded").args;
     let host = env.host().await;
@@ -1803,11 +1859,7 @@ async fn arguments_are_recorded_only_when_the_operator_asks() {
     host.shutdown().await;
     drop(host);
 
-    std::fs::write(
-        env.data().join("settings.json"),
-        json!({ "record_arguments": true }).to_string(),
-    )
-    .expect("settings");
+    env.write_settings(json!({ "record_arguments": true }));
     let host = env.host().await;
     let r = call(&host, &ana(), "text.word_count", json!({"text": "a b"})).await;
     expect(&r, Outcome::Ok);
@@ -1826,12 +1878,13 @@ async fn arguments_are_recorded_only_when_the_operator_asks() {
     assert!(size as usize > LIMIT, "{size}");
     host.shutdown().await;
 }
+}
 
+on_each_database! {
 /// A configured `Authorization: Bearer <token>` header: the token is the
 /// secret, and an error message that quotes it alone must not show it.
 #[tokio::test]
-async fn the_token_inside_a_bearer_header_is_redacted_too() {
-    let env = Env::new();
+async fn the_token_inside_a_bearer_header_is_redacted_too(env) {
     let token = "hdr-token-5d7e9a1b3c";
     let mut config = McpConfig::default();
     let mut remote = ServerConfig::http(
@@ -1862,6 +1915,7 @@ async fn the_token_inside_a_bearer_header_is_redacted_too() {
         "the bearer token of a configured header leaked into an error message: {e}"
     );
     host.shutdown().await;
+}
 }
 
 // ---------------------------------------------------------------------------
@@ -1918,9 +1972,9 @@ fn snapshot(host: &Host) -> Snapshot {
     }
 }
 
+on_each_database! {
 #[tokio::test]
-async fn state_survives_a_restart_and_the_next_host_approves() {
-    let env = Env::new();
+async fn state_survives_a_restart_and_the_next_host_approves(env) {
     env.settings(&[hostile_skill(&env, &[]), mutating_text_tools(&env)]);
     let mut config = McpConfig::default();
     config.servers.push(idle_server("notes", &[]));
@@ -2037,4 +2091,5 @@ async fn state_survives_a_restart_and_the_next_host_approves() {
     assert!(notes.authorized);
     other.shutdown().await;
     host.shutdown().await;
+}
 }

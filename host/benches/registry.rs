@@ -16,7 +16,7 @@
 //!   real three-tool skills; their tools are never called.
 //! - **20 MCP servers × 50 tools**: the servers are written to
 //!   `mcp_servers.json` ([`McpConfig::update`]) and their tools, classified
-//!   by [`classify_tools`], are stored through [`SqlitePins`]'
+//!   by [`classify_tools`], are stored through [`StorePins`]'
 //!   [`PinStore::discovered`], as the manager does after a discovery. No
 //!   server process runs.
 //! - **100 personas** ([`Host::add_persona`]) in 10 teams of 10. Each is
@@ -119,7 +119,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use skillhost::{
     CallOptions, CallRequest, Caller, Host, HostBuilder, InstallOptions, LimitsRequest, Outcome,
-    SandboxBuilder, Schema, Skill, SkillComponent, SkillManifest, SqlitePins, builtin_skills,
+    SandboxBuilder, Schema, Skill, SkillComponent, SkillManifest, StorePins, builtin_skills,
     install_bundle, pack_dir,
 };
 use skillhost_mcp::{McpConfig, PinStore, RegisteredTool, ServerConfig, classify_tools};
@@ -358,7 +358,7 @@ fn store_mcp_servers(data: &Path) -> anyhow::Result<()> {
         config.servers = configs.clone();
         Ok(())
     })?;
-    let pins = SqlitePins::open(data)?;
+    let pins = StorePins::open(data)?;
     for config in &configs {
         let raw: Vec<Value> = (0..TOOLS_PER_SERVER).map(raw_mcp_tool).collect();
         let (tools, warnings) = classify_tools(config, &raw);

@@ -79,8 +79,8 @@ impl From<anyhow::Error> for StateError {
     }
 }
 
-impl From<rusqlite::Error> for StateError {
-    fn from(e: rusqlite::Error) -> StateError {
+impl From<crate::state::db::DbError> for StateError {
+    fn from(e: crate::state::db::DbError) -> StateError {
         StateError(anyhow::Error::new(e).context("the host's database"))
     }
 }
@@ -124,8 +124,8 @@ macro_rules! family {
             }
         }
 
-        impl From<rusqlite::Error> for $name {
-            fn from(e: rusqlite::Error) -> $name {
+        impl From<crate::state::db::DbError> for $name {
+            fn from(e: crate::state::db::DbError) -> $name {
                 $name::State(e.into())
             }
         }

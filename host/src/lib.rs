@@ -139,7 +139,7 @@ pub use state::skills::{InstalledRecord, TrustedKey};
 pub use state::tokens::TokenInfo;
 
 // MCP upstream: the host's side of configured MCP servers.
-pub use upstream::pins::{SqlitePins, mcp_manager_options};
+pub use upstream::pins::{StorePins, mcp_manager_options};
 pub use upstream::{Enabled, PinStatus};
 
 // Fronts: MCP over stdio or HTTP, and the operator's HTTP API.

@@ -217,6 +217,23 @@ pub const REGISTRY_RECHECK: std::time::Duration = std::time::Duration::from_mill
 /// answer.
 pub const MAX_QUEUED_WRITES: usize = 16_384;
 
+/// How many times a PostgreSQL transaction that conflicted with a
+/// concurrent one (a serialization failure or deadlock, which replicas
+/// sharing one database cause) is run again before its error is returned.
+/// Conflicts are rare and clear within a few tries; a bound keeps a
+/// pathological one from looping.
+pub const DB_TRANSACTION_ATTEMPTS: u32 = 8;
+
+/// Longest wait to connect to a PostgreSQL server: a server that is down
+/// or unreachable fails the command (or the start of `serve`) with its
+/// address rather than hanging.
+pub const DB_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest wait for one PostgreSQL query's answer. Host queries take
+/// milliseconds; one that takes this long means the server or the network
+/// is stuck, and the caller gets an error instead of waiting forever.
+pub const DB_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Most questions one `host.ask` puts at once: 8 (a form, a completion
 /// and the roots, with room to spare; a client shows them one by one).
 pub const MAX_ASK_REQUESTS: usize = 8;

@@ -7,11 +7,17 @@
 #   target/peers/node   node 22, server-everything, the conformance CLI,
 #                       componentize-js and oidc-provider (package.json +
 #                       package-lock.json, via `npm ci`)
-# and, from Debian's packages, the browser the console's tests drive:
+# and, from Debian's packages, the browser the console's tests drive and
+# the database server the shared-state tests run against:
 #   chromium, chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver),
-#                       installed with apt-get when missing (as root, or
+#   postgresql          installed with apt-get when missing (as root, or
 #                       through sudo)
-# Idempotent: a stamp file keyed on the pins makes a rerun a no-op.
+# then starts the tests' PostgreSQL cluster (tests/peers/postgres.sh: a
+# non-root server on a private loopback port, its URL in
+# target/peers/postgres.url), on every run: a new machine or session has
+# none running.
+# Idempotent: a stamp file keyed on the pins makes a rerun of the installs a
+# no-op.
 # Needs python3 (>= 3.10, with venv) and npm on PATH. See README.md.
 set -euo pipefail
 
@@ -35,20 +41,28 @@ command -v npm >/dev/null || die "npm not found: Node.js with npm is needed to i
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' ||
     die "$("$PYTHON" --version 2>&1) is too old: the MCP SDK needs Python >= 3.10"
 
-# The console's browser tests: Debian's Chromium and its WebDriver.
-if [[ ! -x /usr/bin/chromium || ! -x /usr/bin/chromedriver ]]; then
+# From Debian: the console's browser tests' Chromium and its WebDriver, and
+# the PostgreSQL server of the shared-state tests.
+missing=()
+[[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] || missing+=(chromium chromium-driver)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+if ((${#missing[@]})); then
     if command -v apt-get >/dev/null; then
         sudo=()
         [[ "$(id -u)" == 0 ]] || sudo=(sudo)
-        echo "tests/peers/install.sh: installing chromium and chromium-driver with apt-get"
+        echo "tests/peers/install.sh: installing ${missing[*]} with apt-get"
         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
-            die "apt-get update failed: the console's browser tests need Debian's chromium and chromium-driver"
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver ||
-            die "cannot install chromium and chromium-driver: the console's browser tests need them"
+            die "apt-get update failed: the tests need Debian's ${missing[*]}"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" ||
+            die "cannot install ${missing[*]}: the tests need them"
     else
-        die "chromium and chromedriver are missing and there is no apt-get: install Chromium and its driver as /usr/bin/chromium and /usr/bin/chromedriver"
+        die "${missing[*]} missing and there is no apt-get: install Chromium and its driver as /usr/bin/chromium and /usr/bin/chromedriver, and PostgreSQL's server"
     fi
 fi
+
+# The tests' PostgreSQL cluster, started whether or not the rest is
+# installed already.
+echo "tests/peers/install.sh: PostgreSQL for the tests at $("$HERE/postgres.sh" start)"
 
 # The stamp key: the pins and this script.
 key="$(cat "$HERE/requirements.txt" "$HERE/package.json" "$HERE/package-lock.json" "$HERE/install.sh" |

@@ -131,7 +131,7 @@ impl HostBuilder {
                 b.build()?
             }
         };
-        let mut store = Store::open(&data.root)?;
+        let mut store = Store::open(&data)?;
         crate::bundle::install::recover(&data, &mut store)?;
         match store.interrupt_orphaned_runs() {
             Ok(ids) if !ids.is_empty() => {
@@ -140,7 +140,7 @@ impl HostBuilder {
             Ok(_) => {}
             Err(e) => tracing::warn!("cannot check for interrupted runs: {e}"),
         }
-        let writer = EventWriter::start(Store::open(&data.root)?);
+        let writer = EventWriter::start(Store::open(&data)?);
         let refs = RefBlobs::open(&data.dir)?;
         // Clean up after a crash mid-add, unless another process is adding a
         // ref right now (then its blob may be unrecorded for a moment; the

@@ -383,7 +383,7 @@ enum Stop {
     ConfirmationInInvoke(String),
     /// The run could not be recorded to wait for approval.
     #[error("cannot record the run for approval: {0}")]
-    Record(rusqlite::Error),
+    Record(crate::state::db::DbError),
     /// The tool's MCP server could not be started or reached.
     #[error(transparent)]
     Server(#[from] ServerError),

@@ -67,7 +67,8 @@ impl Host {
         answer: QuestionAnswer,
         decider: &Decider,
     ) -> Result<QuestionStatus, ApprovalError> {
-        let state_err = |e: rusqlite::Error| ApprovalError::State(anyhow::Error::from(e).into());
+        let state_err =
+            |e: crate::state::db::DbError| ApprovalError::State(anyhow::Error::from(e).into());
         let store = lock(&self.inner.store);
         let Some(q) = store.question(id).map_err(state_err)? else {
             return Err(ApprovalError::NotFound(format!(

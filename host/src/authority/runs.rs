@@ -655,7 +655,7 @@ impl Host {
                     stored: store.ref_record(id)?,
                 })
             })
-            .collect::<rusqlite::Result<_>>()?;
+            .collect::<crate::state::db::Result<_>>()?;
         Ok(Some(RunDetail {
             run,
             events,

@@ -121,7 +121,7 @@ fn trusted_key_lookup(
 
 /// Opens a bundle against the trust store of `data` without installing it.
 pub(crate) fn verify(data: &DataDir, bytes: &[u8]) -> Result<OpenedBundle, CatalogError> {
-    let store = Store::open(&data.root).map_err(state)?;
+    let store = Store::open(data).map_err(state)?;
     let lookup = trusted_key_lookup(&store)?;
     let bundle = open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))?;
     // The manifest is checked as install checks it (permissions included),
@@ -273,7 +273,7 @@ pub(crate) async fn install(
     options: InstallOptions,
 ) -> Result<InstallOutcome, CatalogError> {
     let _lock = InstallLock::acquire(data)?;
-    let mut store = Store::open(&data.root).map_err(state)?;
+    let mut store = Store::open(data).map_err(state)?;
     let lookup = trusted_key_lookup(&store)?;
     let bundle = open_bundle(bytes, lookup).map_err(|e| err(e.to_string()))?;
     let st = &bundle.statement;
@@ -440,7 +440,7 @@ pub async fn install_bundle(
     options: InstallOptions,
 ) -> Result<InstallOutcome, CatalogError> {
     let data = DataDir::open(data_dir).map_err(state)?;
-    let mut store = Store::open(&data.root).map_err(state)?;
+    let mut store = Store::open(&data).map_err(state)?;
     recover(&data, &mut store).map_err(state)?;
     drop(store);
     install(&data, sandbox, bytes, options).await
@@ -459,7 +459,7 @@ pub(crate) fn uninstall(data: &DataDir, spec: &str) -> Result<Vec<semver::Versio
         None => (spec, None),
     };
     let _lock = InstallLock::acquire(data)?;
-    let mut store = Store::open(&data.root).map_err(state)?;
+    let mut store = Store::open(data).map_err(state)?;
     let removed = store
         .remove_installed(name, version.as_ref())
         .map_err(state)?;

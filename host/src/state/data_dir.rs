@@ -70,6 +70,76 @@ pub struct Settings {
     /// only skillhost tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub front_oauth: Option<crate::FrontOAuth>,
+    /// The PostgreSQL database that holds the host's state instead of the
+    /// data dir's SQLite file: a `postgres://user:password@host:port/db`
+    /// URL, shared by every replica that serves the same agents. The
+    /// environment variable `SKILLHOST_DATABASE` takes precedence. Default
+    /// none: `skillhost.db` in the data dir.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+}
+
+/// The environment variable naming the database (a `postgres://` URL),
+/// over `database` in `settings.json`.
+pub const DATABASE_ENV: &str = "SKILLHOST_DATABASE";
+
+/// Where the host's state lives.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Database {
+    /// `skillhost.db` in the data dir.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres(DatabaseUrl),
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::Sqlite => f.write_str("Sqlite"),
+            Database::Postgres(url) => write!(f, "Postgres({url})"),
+        }
+    }
+}
+
+/// A database URL, shown with its password replaced by `***` (the URL
+/// itself only reaches the driver).
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// Checks that `url` is a PostgreSQL URL.
+    pub fn parse(url: &str) -> anyhow::Result<DatabaseUrl> {
+        let shown = DatabaseUrl(url.to_string());
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            anyhow::bail!(
+                "the database {shown} is not a PostgreSQL URL: expected                  postgres://user:password@host:port/database"
+            );
+        }
+        Ok(shown)
+    }
+
+    /// The URL with its password, for the driver alone.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for DatabaseUrl {
+    /// The URL without its password (nor anything after a `?`, where a
+    /// password may also be given).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self.0.split('?').next().unwrap_or_default();
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return f.write_str("(a database URL)");
+        };
+        match rest.rsplit_once('@') {
+            Some((user, host)) => {
+                let user = user.split(':').next().unwrap_or_default();
+                write!(f, "{scheme}://{user}:***@{host}")
+            }
+            None => write!(f, "{scheme}://{rest}"),
+        }
+    }
 }
 
 /// An opened data dir.
@@ -77,6 +147,9 @@ pub struct Settings {
 pub(crate) struct DataDir {
     pub root: PathBuf,
     pub dir: Dir,
+    /// Where the state lives: `SKILLHOST_DATABASE`, else `database` in
+    /// `settings.json`, else the data dir's SQLite file.
+    pub database: Database,
 }
 
 /// The mode of every folder the host creates in the data dir.
@@ -197,10 +270,19 @@ impl DataDir {
                 )
             })?;
         }
-        Ok(DataDir {
+        let mut data = DataDir {
             root: root.to_path_buf(),
             dir,
-        })
+            database: Database::Sqlite,
+        };
+        let named = match std::env::var(DATABASE_ENV) {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => data.settings()?.database,
+        };
+        if let Some(url) = named {
+            data.database = Database::Postgres(DatabaseUrl::parse(&url)?);
+        }
+        Ok(data)
     }
 
     /// Writes `settings.json` (mode 0600) through a temporary file and a

@@ -2,7 +2,7 @@
 //! (random) and then shared by every process on the data dir, so that what
 //! one `serve` signs another verifies.
 
-use rusqlite::{OptionalExtension as _, params};
+use crate::state::db::{self, params};
 
 use super::Store;
 
@@ -13,14 +13,13 @@ impl Store {
     /// The key named `name`, made now when there is none yet. Two
     /// processes making it at once agree on one (the first insert wins).
     pub(crate) fn host_key(&self, name: &str) -> anyhow::Result<Vec<u8>> {
-        let conn = self.conn();
-        let get = |conn: &rusqlite::Connection| {
-            conn.query_row(
+        let conn = self.db();
+        let get = |conn: &db::Db| {
+            conn.query_opt(
                 "SELECT key FROM host_keys WHERE name = ?1",
                 params![name],
-                |r| r.get::<_, Vec<u8>>(0),
+                |r| r.get::<Vec<u8>>(0),
             )
-            .optional()
         };
         if let Some(key) = get(conn)? {
             return Ok(key);
@@ -29,7 +28,8 @@ impl Store {
         getrandom::fill(&mut key)
             .map_err(|e| anyhow::anyhow!("cannot read random bytes for a key: {e}"))?;
         conn.execute(
-            "INSERT OR IGNORE INTO host_keys (name, key, created_at) VALUES (?1, ?2, ?3)",
+            "INSERT INTO host_keys (name, key, created_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO NOTHING",
             params![name, key, super::now()],
         )?;
         get(conn)?.ok_or_else(|| anyhow::anyhow!("key `{name}` vanished after it was made"))
@@ -43,13 +43,13 @@ mod tests {
     #[test]
     fn a_key_is_made_once_and_then_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let store = Store::open_sqlite(dir.path()).unwrap();
         let a = store.host_key("request_state").unwrap();
         assert_eq!(a.len(), KEY_BYTES);
         assert_eq!(store.host_key("request_state").unwrap(), a);
         assert_ne!(store.host_key("other").unwrap(), a);
         drop(store);
-        let again = Store::open(dir.path()).unwrap();
+        let again = Store::open_sqlite(dir.path()).unwrap();
         assert_eq!(again.host_key("request_state").unwrap(), a);
     }
 }

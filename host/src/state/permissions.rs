@@ -3,7 +3,7 @@
 //! who approved it and when. A version of the skill whose permissions are
 //! within the approved set may run; one asking for more waits.
 
-use rusqlite::{OptionalExtension, params};
+use crate::state::db::{self, params};
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -28,28 +28,22 @@ pub struct ApprovalRecord {
 
 impl Store {
     /// The set approved for `skill` as `identity`, if any.
-    pub fn approval(
-        &self,
-        skill: &str,
-        identity: &str,
-    ) -> rusqlite::Result<Option<ApprovalRecord>> {
-        self.conn()
-            .query_row(
-                "SELECT skill, identity, permissions, digest, approved_by, approved_at
+    pub fn approval(&self, skill: &str, identity: &str) -> db::Result<Option<ApprovalRecord>> {
+        self.db().query_opt(
+            "SELECT skill, identity, permissions, digest, approved_by, approved_at
                  FROM permission_approvals WHERE skill = ?1 AND identity = ?2",
-                params![skill, identity],
-                |r| {
-                    Ok(ApprovalRecord {
-                        skill: r.get(0)?,
-                        identity: r.get(1)?,
-                        permissions: r.get(2)?,
-                        digest: r.get(3)?,
-                        approved_by: r.get(4)?,
-                        approved_at: r.get(5)?,
-                    })
-                },
-            )
-            .optional()
+            params![skill, identity],
+            |r| {
+                Ok(ApprovalRecord {
+                    skill: r.get(0)?,
+                    identity: r.get(1)?,
+                    permissions: r.get(2)?,
+                    digest: r.get(3)?,
+                    approved_by: r.get(4)?,
+                    approved_at: r.get(5)?,
+                })
+            },
+        )
     }
 
     /// Records `permissions` (canonical JSON, sha256 `digest`) as approved
@@ -61,8 +55,8 @@ impl Store {
         permissions: &str,
         digest: &str,
         approved_by: &str,
-    ) -> rusqlite::Result<()> {
-        self.conn().execute(
+    ) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO permission_approvals
                (skill, identity, permissions, digest, approved_by, approved_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -82,7 +76,7 @@ mod tests {
     #[test]
     fn an_approval_is_per_identity_and_replaced_by_the_next() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(tmp.path()).expect("open");
+        let store = Store::open_sqlite(tmp.path()).expect("open");
         let before = store.generation().expect("generation");
         store
             .approve_permissions("w", "signer:k1", "{\"assets\":false}", "d1", "operator")

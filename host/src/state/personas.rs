@@ -1,7 +1,7 @@
 //! The `personas` and `skill_grants` tables. (The rules, and the MCP
 //! server grants, are in `crate::authority::personas`.)
 
-use rusqlite::params;
+use crate::state::db::{self, params};
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -30,35 +30,35 @@ pub struct Persona {
 
 impl Store {
     /// Every persona, sorted by id.
-    pub fn personas(&self) -> rusqlite::Result<Vec<Persona>> {
-        let mut stmt = self.conn().prepare_cached(
+    pub fn personas(&self) -> db::Result<Vec<Persona>> {
+        self.db().query_map(
             "SELECT id, description, created_at, client_approval FROM personas ORDER BY id",
-        )?;
-        stmt.query_map([], |r| {
-            Ok(Persona {
-                id: r.get(0)?,
-                description: r.get(1)?,
-                created_at: r.get(2)?,
-                client_approval: r.get(3)?,
-            })
-        })?
-        .collect()
+            params![],
+            |r| {
+                Ok(Persona {
+                    id: r.get(0)?,
+                    description: r.get(1)?,
+                    created_at: r.get(2)?,
+                    client_approval: r.get(3)?,
+                })
+            },
+        )
     }
 
     /// Whether the persona's client may answer its confirmations; `None`
     /// when there is no such persona.
-    pub fn client_approval(&self, id: &str) -> rusqlite::Result<Option<bool>> {
-        use rusqlite::OptionalExtension;
-        self.conn()
-            .prepare_cached("SELECT client_approval FROM personas WHERE id = ?1")?
-            .query_row(params![id], |r| r.get(0))
-            .optional()
+    pub fn client_approval(&self, id: &str) -> db::Result<Option<bool>> {
+        self.db().query_opt(
+            "SELECT client_approval FROM personas WHERE id = ?1",
+            params![id],
+            |r| r.get(0),
+        )
     }
 
     /// Sets whether the persona's client may answer its confirmations;
     /// false when there is no such persona.
-    pub fn set_client_approval(&self, id: &str, on: bool) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    pub fn set_client_approval(&self, id: &str, on: bool) -> db::Result<bool> {
+        let n = self.db().execute(
             "UPDATE personas SET client_approval = ?2 WHERE id = ?1",
             params![id, on],
         )?;
@@ -66,20 +66,22 @@ impl Store {
     }
 
     /// The ids of every persona, sorted.
-    pub fn persona_ids(&self) -> rusqlite::Result<Vec<String>> {
+    pub fn persona_ids(&self) -> db::Result<Vec<String>> {
         Ok(self.personas()?.into_iter().map(|p| p.id).collect())
     }
 
     /// Whether the persona exists.
-    pub fn persona_exists(&self, id: &str) -> rusqlite::Result<bool> {
-        self.conn()
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM personas WHERE id = ?1)")?
-            .query_row(params![id], |r| r.get(0))
+    pub fn persona_exists(&self, id: &str) -> db::Result<bool> {
+        self.db().query_row(
+            "SELECT EXISTS (SELECT 1 FROM personas WHERE id = ?1)",
+            params![id],
+            |r| r.get(0),
+        )
     }
 
     /// Adds a persona; false if it already existed.
-    pub fn add_persona(&self, id: &str, description: &str) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    pub fn add_persona(&self, id: &str, description: &str) -> db::Result<bool> {
+        let n = self.db().execute(
             "INSERT INTO personas (id, description, created_at) VALUES (?1, ?2, ?3)
              ON CONFLICT (id) DO NOTHING",
             params![id, description, now()],
@@ -88,9 +90,9 @@ impl Store {
     }
 
     /// Removes a persona and its skill grants; false if it did not exist.
-    pub fn remove_persona(&self, id: &str) -> rusqlite::Result<bool> {
+    pub fn remove_persona(&self, id: &str) -> db::Result<bool> {
         let n = self
-            .conn()
+            .db()
             .execute("DELETE FROM personas WHERE id = ?1", params![id])?;
         Ok(n == 1)
     }
@@ -98,24 +100,19 @@ impl Store {
     /// Grants a skill to a persona, bound to the skill's `identity` (its
     /// stored form), or rebinds an existing grant to it. Returns whether
     /// anything changed.
-    pub fn grant_skill(
-        &self,
-        persona: &str,
-        skill: &str,
-        identity: &str,
-    ) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    pub fn grant_skill(&self, persona: &str, skill: &str, identity: &str) -> db::Result<bool> {
+        let n = self.db().execute(
             "INSERT INTO skill_grants (persona, skill, identity) VALUES (?1, ?2, ?3)
              ON CONFLICT (persona, skill) DO UPDATE SET identity = excluded.identity
-             WHERE identity IS NOT excluded.identity",
+             WHERE skill_grants.identity IS DISTINCT FROM excluded.identity",
             params![persona, skill, identity],
         )?;
         Ok(n == 1)
     }
 
     /// Revokes a persona's grant of a skill. Returns whether it existed.
-    pub fn revoke_skill(&self, persona: &str, skill: &str) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    pub fn revoke_skill(&self, persona: &str, skill: &str) -> db::Result<bool> {
+        let n = self.db().execute(
             "DELETE FROM skill_grants WHERE persona = ?1 AND skill = ?2",
             params![persona, skill],
         )?;
@@ -124,13 +121,8 @@ impl Store {
 
     /// Binds grants kept from before identities were recorded (NULL) to
     /// `identity`; a grant already bound is left alone.
-    pub fn bind_legacy_grant(
-        &self,
-        persona: &str,
-        skill: &str,
-        identity: &str,
-    ) -> rusqlite::Result<()> {
-        self.conn().execute(
+    pub fn bind_legacy_grant(&self, persona: &str, skill: &str, identity: &str) -> db::Result<()> {
+        self.db().execute(
             "UPDATE skill_grants SET identity = ?3
              WHERE persona = ?1 AND skill = ?2 AND identity IS NULL",
             params![persona, skill, identity],
@@ -140,12 +132,12 @@ impl Store {
 
     /// Every grant as `(persona, skill, identity)`, sorted; the identity is
     /// `None` for a grant from before identities were recorded.
-    pub fn skill_grants(&self) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
-        let mut stmt = self.conn().prepare_cached(
+    pub fn skill_grants(&self) -> db::Result<Vec<(String, String, Option<String>)>> {
+        self.db().query_map(
             "SELECT persona, skill, identity FROM skill_grants ORDER BY persona, skill",
-        )?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect()
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
     }
 }
 
@@ -156,7 +148,7 @@ mod tests {
     #[test]
     fn personas_grants_and_generation() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = Store::open(dir.path()).unwrap();
+        let mut s = Store::open_sqlite(dir.path()).unwrap();
         let g0 = s.generation().unwrap();
         assert!(s.add_persona("ana", "").unwrap());
         assert!(!s.add_persona("ana", "").unwrap());
@@ -178,8 +170,8 @@ mod tests {
         assert!(s.generation().unwrap() > g1);
         assert_eq!(s.skill_grants().unwrap()[0].2.as_deref(), Some("signer:k"));
         // A legacy grant (NULL) is bound once; a bound one is left alone.
-        s.conn()
-            .execute("UPDATE skill_grants SET identity = NULL", [])
+        s.db()
+            .execute("UPDATE skill_grants SET identity = NULL", params![])
             .unwrap();
         s.bind_legacy_grant("ana", "text-tools", "local").unwrap();
         s.bind_legacy_grant("ana", "text-tools", "builtin").unwrap();

@@ -6,7 +6,7 @@
 //! at once cannot both win, and an answer never lands on a call that gave
 //! up.
 
-use rusqlite::{OptionalExtension as _, params};
+use crate::state::db::{self, params};
 
 use super::Store;
 
@@ -69,7 +69,7 @@ pub struct QuestionRow {
     pub decided_by: Option<String>,
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QuestionRow> {
+fn row(r: &db::Row<'_>) -> db::Result<QuestionRow> {
     let schema: String = r.get(5)?;
     let state: String = r.get(8)?;
     Ok(QuestionRow {
@@ -91,8 +91,8 @@ const COLUMNS: &str =
 
 impl Store {
     /// Records an open question.
-    pub(crate) fn insert_question(&self, q: &QuestionRow) -> rusqlite::Result<()> {
-        self.conn().execute(
+    pub(crate) fn insert_question(&self, q: &QuestionRow) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO questions (id, server, tool, persona, message, schema, asked_at, expires_at, state)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open')",
             params![
@@ -110,19 +110,23 @@ impl Store {
     }
 
     /// The open questions that have not expired at `now_ms`, oldest first.
-    pub(crate) fn open_questions(&self, now_ms: i64) -> rusqlite::Result<Vec<QuestionRow>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM questions WHERE state = 'open' AND expires_at > ?1 ORDER BY asked_at"
-        ))?;
-        stmt.query_map([now_ms], row)?.collect()
+    pub(crate) fn open_questions(&self, now_ms: i64) -> db::Result<Vec<QuestionRow>> {
+        self.db().query_map(
+            &format!(
+                "SELECT {COLUMNS} FROM questions WHERE state = 'open' AND expires_at > ?1 ORDER BY asked_at"
+            ),
+            params![now_ms],
+            row,
+        )
     }
 
     /// One question.
-    pub(crate) fn question(&self, id: &str) -> rusqlite::Result<Option<QuestionRow>> {
-        self.conn()
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM questions WHERE id = ?1"))?
-            .query_row([id], row)
-            .optional()
+    pub(crate) fn question(&self, id: &str) -> db::Result<Option<QuestionRow>> {
+        self.db().query_opt(
+            &format!("SELECT {COLUMNS} FROM questions WHERE id = ?1"),
+            params![id],
+            row,
+        )
     }
 
     /// Moves an open, unexpired question to `state` with `answer`; `false`
@@ -134,8 +138,8 @@ impl Store {
         answer: Option<&serde_json::Value>,
         decided_by: &str,
         now_ms: i64,
-    ) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    ) -> db::Result<bool> {
+        let n = self.db().execute(
             "UPDATE questions SET state = ?2, answer = ?3, decided_by = ?4
              WHERE id = ?1 AND state = 'open' AND expires_at > ?5",
             params![
@@ -153,25 +157,26 @@ impl Store {
     pub(crate) fn question_answer(
         &self,
         id: &str,
-    ) -> rusqlite::Result<Option<(QuestionState, Option<serde_json::Value>)>> {
-        self.conn()
-            .prepare_cached("SELECT state, answer FROM questions WHERE id = ?1")?
-            .query_row([id], |r| {
+    ) -> db::Result<Option<(QuestionState, Option<serde_json::Value>)>> {
+        self.db().query_opt(
+            "SELECT state, answer FROM questions WHERE id = ?1",
+            params![id],
+            |r| {
                 let state: String = r.get(0)?;
                 let answer: Option<String> = r.get(1)?;
                 Ok((
                     QuestionState::parse(&state),
                     answer.and_then(|a| serde_json::from_str(&a).ok()),
                 ))
-            })
-            .optional()
+            },
+        )
     }
 
     /// Marks a question expired if it is still open (its call gave up).
-    pub(crate) fn expire_question(&self, id: &str) -> rusqlite::Result<()> {
-        self.conn().execute(
+    pub(crate) fn expire_question(&self, id: &str) -> db::Result<()> {
+        self.db().execute(
             "UPDATE questions SET state = 'expired' WHERE id = ?1 AND state = 'open'",
-            [id],
+            params![id],
         )?;
         Ok(())
     }
@@ -199,7 +204,7 @@ mod tests {
     #[test]
     fn a_question_is_decided_once_and_never_after_it_expired() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("store");
+        let store = Store::open_sqlite(dir.path()).expect("store");
         store.insert_question(&q("q_a", 1000)).expect("insert");
         store.insert_question(&q("q_b", 50)).expect("insert");
         let open = store.open_questions(100).expect("open");

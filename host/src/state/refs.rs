@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::error::RefError;
 use crate::state::Store;
 use crate::state::data_dir::{PRIVATE_FILE_MODE, private_dirs, private_new_file};
+use crate::state::db::{self, Dialect, params};
 
 /// A stored ref.
 ///
@@ -365,47 +366,55 @@ impl RefBlobs {
 
 impl Store {
     /// Records a stored ref.
-    pub(crate) fn add_ref_record(&self, r: &RefInfo) -> rusqlite::Result<()> {
-        self.conn().execute(
+    pub(crate) fn add_ref_record(&self, r: &RefInfo) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO refs (ref_id, sha256, size, label, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            rusqlite::params![r.ref_id, r.sha256, r.size as i64, r.label, r.created_at],
+            params![r.ref_id, r.sha256, r.size as i64, r.label, r.created_at],
         )?;
         Ok(())
     }
 
     /// One ref's record.
-    pub(crate) fn ref_record(&self, id: &str) -> rusqlite::Result<Option<RefInfo>> {
-        use rusqlite::OptionalExtension;
-        self.conn()
-            .prepare_cached(
-                "SELECT ref_id, sha256, size, label, created_at FROM refs WHERE ref_id = ?1",
-            )?
-            .query_row(rusqlite::params![id], ref_from_row)
-            .optional()
+    pub(crate) fn ref_record(&self, id: &str) -> db::Result<Option<RefInfo>> {
+        self.db().query_opt(
+            "SELECT ref_id, sha256, size, label, created_at FROM refs WHERE ref_id = ?1",
+            params![id],
+            ref_from_row,
+        )
     }
 
     /// Every ref, newest first.
-    pub(crate) fn ref_records(&self) -> rusqlite::Result<Vec<RefInfo>> {
-        let mut stmt = self.conn().prepare_cached(
-            "SELECT ref_id, sha256, size, label, created_at FROM refs ORDER BY created_at DESC, rowid DESC",
-        )?;
-        stmt.query_map([], ref_from_row)?.collect()
+    pub(crate) fn ref_records(&self) -> db::Result<Vec<RefInfo>> {
+        // Newest first; within one second, the last recorded first (SQLite
+        // keeps the order of insertion in `rowid`; PostgreSQL has none, and
+        // orders those by id).
+        let sql = match self.db().dialect() {
+            Dialect::Sqlite => {
+                "SELECT ref_id, sha256, size, label, created_at FROM refs
+                 ORDER BY created_at DESC, rowid DESC"
+            }
+            Dialect::Postgres => {
+                "SELECT ref_id, sha256, size, label, created_at FROM refs
+                 ORDER BY created_at DESC, ref_id DESC"
+            }
+        };
+        self.db().query_map(sql, params![], ref_from_row)
     }
 
     /// Forgets a ref; false if it was not there.
-    pub(crate) fn remove_ref_record(&self, id: &str) -> rusqlite::Result<bool> {
+    pub(crate) fn remove_ref_record(&self, id: &str) -> db::Result<bool> {
         Ok(self
-            .conn()
-            .execute("DELETE FROM refs WHERE ref_id = ?1", rusqlite::params![id])?
+            .db()
+            .execute("DELETE FROM refs WHERE ref_id = ?1", params![id])?
             == 1)
     }
 }
 
-fn ref_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RefInfo> {
+fn ref_from_row(r: &db::Row<'_>) -> db::Result<RefInfo> {
     Ok(RefInfo {
         ref_id: r.get(0)?,
         sha256: r.get(1)?,
-        size: r.get::<_, i64>(2)? as u64,
+        size: r.get::<i64>(2)? as u64,
         label: r.get(3)?,
         created_at: r.get(4)?,
     })

@@ -7,7 +7,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{OptionalExtension, params};
+use crate::state::db::{self, Dialect, params};
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -374,29 +374,27 @@ impl RunRow {
 
 impl Store {
     /// Inserts or replaces a run.
-    pub(crate) fn put_run(&self, r: &RunRow) -> rusqlite::Result<()> {
-        put_run_on(self.conn(), r)
+    pub(crate) fn put_run(&self, r: &RunRow) -> db::Result<()> {
+        put_run_on(self.db(), r)
     }
 
     /// One run.
-    pub fn run(&self, run_id: &str) -> rusqlite::Result<Option<RunRecord>> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"),
-                params![run_id],
-                run_from_row,
-            )
-            .optional()
+    pub fn run(&self, run_id: &str) -> db::Result<Option<RunRecord>> {
+        self.db().query_opt(
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"),
+            params![run_id],
+            run_from_row,
+        )
     }
 
     /// Runs matching `filter`, newest first (a malformed cursor reads as
     /// the start).
-    pub fn runs(&self, filter: &RunFilter) -> rusqlite::Result<Vec<RunRecord>> {
+    pub fn runs(&self, filter: &RunFilter) -> db::Result<Vec<RunRecord>> {
         Ok(self.run_page(filter)?.runs)
     }
 
     /// One page of runs matching `filter`, newest first.
-    pub fn run_page(&self, filter: &RunFilter) -> rusqlite::Result<RunPage> {
+    pub fn run_page(&self, filter: &RunFilter) -> db::Result<RunPage> {
         let limit = if filter.limit == 0 { 100 } else { filter.limit } as i64;
         let (before_ms, before_id) = filter
             .cursor
@@ -408,25 +406,49 @@ impl Store {
         // condition like `(?4 = 0 OR approval = 'pending')` keeps SQLite
         // from the partial index of waiting runs and scans the history
         // (tens of ms at 100k runs, where the index answers in 0.1 ms).
-        let mut conditions: Vec<&str> = Vec::new();
-        if filter.persona.is_some() {
-            conditions.push("persona = :persona");
+        let outcome = filter.outcome.map(Outcome::as_str);
+        let limit_plus = limit + 1;
+        // Each `?` of a condition is the next parameter.
+        fn bind<'a>(
+            conditions: &mut Vec<String>,
+            bound: &mut Vec<&'a dyn db::Param>,
+            condition: &str,
+            values: &[&'a dyn db::Param],
+        ) {
+            let mut text = String::new();
+            for (i, part) in condition.split('?').enumerate() {
+                if i > 0 {
+                    text.push_str(&format!("?{}", bound.len() + 1));
+                    bound.push(values[i - 1]);
+                }
+                text.push_str(part);
+            }
+            conditions.push(text);
+        }
+        let mut conditions: Vec<String> = Vec::new();
+        let mut bound: Vec<&dyn db::Param> = Vec::new();
+        let (c, b) = (&mut conditions, &mut bound);
+        if let Some(p) = &filter.persona {
+            bind(c, b, "persona = ?", &[p]);
         }
         if filter.operator_only {
-            conditions.push("persona IS NULL");
+            bind(c, b, "persona IS NULL", &[]);
         }
-        if filter.tool.is_some() {
-            conditions.push("tool = :tool");
+        if let Some(t) = &filter.tool {
+            bind(c, b, "tool = ?", &[t]);
         }
         if filter.pending_only {
-            conditions.push("approval = 'pending'");
+            bind(c, b, "approval = 'pending'", &[]);
         }
-        if filter.outcome.is_some() {
-            conditions.push("outcome = :outcome");
+        if let Some(o) = &outcome {
+            bind(c, b, "outcome = ?", &[o]);
         }
-        if before_ms.is_some() {
-            conditions.push(
-                "(created_at_ms < :before_ms OR (created_at_ms = :before_ms AND run_id < :before_id))",
+        if let (Some(ms), Some(id)) = (&before_ms, &before_id) {
+            bind(
+                c,
+                b,
+                "(created_at_ms < ? OR (created_at_ms = ? AND run_id < ?))",
+                &[ms, ms, id],
             );
         }
         let filter_sql = if conditions.is_empty() {
@@ -436,28 +458,11 @@ impl Store {
         };
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs {filter_sql}
-             ORDER BY created_at_ms DESC, run_id DESC LIMIT :limit"
+             ORDER BY created_at_ms DESC, run_id DESC LIMIT ?{}",
+            bound.len() + 1
         );
-        let mut stmt = self.conn().prepare_cached(&sql)?;
-        let outcome = filter.outcome.map(Outcome::as_str);
-        let limit_plus = limit + 1;
-        let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":limit", &limit_plus)];
-        if let Some(p) = &filter.persona {
-            named.push((":persona", p));
-        }
-        if let Some(t) = &filter.tool {
-            named.push((":tool", t));
-        }
-        if let Some(o) = &outcome {
-            named.push((":outcome", o));
-        }
-        if let (Some(ms), Some(id)) = (&before_ms, &before_id) {
-            named.push((":before_ms", ms));
-            named.push((":before_id", id));
-        }
-        let mut runs: Vec<RunRecord> = stmt
-            .query_map(named.as_slice(), run_from_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        bound.push(&limit_plus);
+        let mut runs: Vec<RunRecord> = self.db().query_map(&sql, &bound, run_from_row)?;
         let more = runs.len() as i64 > limit;
         runs.truncate(limit as usize);
         let next = more.then(|| runs.last().map(run_cursor)).flatten();
@@ -473,45 +478,43 @@ impl Store {
         since_ms: i64,
         cap: usize,
         mut each: impl FnMut(i64, &str, Outcome, Option<i64>),
-    ) -> rusqlite::Result<()> {
-        let mut stmt = self.conn().prepare_cached(
+    ) -> db::Result<()> {
+        self.db().query_each(
             "SELECT created_at_ms, tool, outcome, duration_ms FROM runs
              WHERE created_at_ms >= ?1 ORDER BY created_at_ms DESC LIMIT ?2",
-        )?;
-        let mut rows = stmt.query(params![since_ms, cap as i64])?;
-        while let Some(r) = rows.next()? {
-            let tool = r.get_ref(1)?.as_str().unwrap_or_default();
-            let outcome = Outcome::parse(r.get_ref(2)?.as_str().unwrap_or_default());
-            each(r.get(0)?, tool, outcome, r.get(3)?);
-        }
-        Ok(())
+            params![since_ms, cap as i64],
+            |r| {
+                let outcome = Outcome::parse(r.get_str(2)?);
+                each(r.get(0)?, r.get_str(1)?, outcome, r.get(3)?);
+                Ok(())
+            },
+        )
     }
 
     /// How many runs of `persona` (`None`: the operator) wait for approval
     /// and have not expired at `now_ms`.
-    pub(crate) fn pending_count_of(
-        &self,
-        persona: Option<&str>,
-        now_ms: i64,
-    ) -> rusqlite::Result<u64> {
-        self.conn()
-            .prepare_cached(
+    pub(crate) fn pending_count_of(&self, persona: Option<&str>, now_ms: i64) -> db::Result<u64> {
+        self.db()
+            .query_row(
                 "SELECT COUNT(*) FROM runs WHERE approval = 'pending'
-                 AND persona IS ?1 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
-            )?
-            .query_row(params![persona, now_ms], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
+                 AND persona IS NOT DISTINCT FROM ?1
+                 AND (expires_at_ms IS NULL OR expires_at_ms > ?2)",
+                params![persona, now_ms],
+                |r| r.get::<i64>(0),
+            )
+            .map(|n| u64::try_from(n).unwrap_or(0))
     }
 
     /// How many runs wait for approval and have not expired at `now_ms`
     /// (a count over the pending index, for the metrics).
-    pub(crate) fn pending_run_count(&self, now_ms: i64) -> rusqlite::Result<u64> {
-        self.conn()
-            .prepare_cached(
+    pub(crate) fn pending_run_count(&self, now_ms: i64) -> db::Result<u64> {
+        self.db()
+            .query_row(
                 "SELECT COUNT(*) FROM runs WHERE approval = 'pending'
                  AND (expires_at_ms IS NULL OR expires_at_ms > ?1)",
-            )?
-            .query_row(params![now_ms], |r| r.get::<_, i64>(0))
+                params![now_ms],
+                |r| r.get::<i64>(0),
+            )
             .map(|n| u64::try_from(n).unwrap_or(0))
     }
 
@@ -525,27 +528,28 @@ impl Store {
         decision: Approval,
         decided_by: &str,
         error: Option<&str>,
-    ) -> rusqlite::Result<Option<RunRecord>> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let before = tx
-            .query_row(
+    ) -> db::Result<Option<RunRecord>> {
+        // The decision is taken by the one transaction whose update finds
+        // the run still pending: of two deciding at once (two processes,
+        // two replicas), the other reads `None`.
+        self.db().transaction(|tx| {
+            let Some(before) = tx.query_opt(
                 &format!(
                     "SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1 AND approval = 'pending'"
                 ),
                 params![run_id],
                 run_from_row,
-            )
-            .optional()?;
-        if before.is_some() {
+            )?
+            else {
+                return Ok(None);
+            };
             let outcome = if decision == Approval::Approved {
                 Outcome::Running
             } else {
                 Outcome::Denied
             };
             let runner = (decision == Approval::Approved).then(std::process::id);
-            tx.execute(
+            let taken = tx.execute(
                 "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5,
                  runner_pid = ?6, decided_by = ?7, resume_digest = NULL
                  WHERE run_id = ?1 AND approval = 'pending'",
@@ -559,16 +563,15 @@ impl Store {
                     decided_by
                 ],
             )?;
-        }
-        tx.commit()?;
-        Ok(before)
+            Ok((taken == 1).then_some(before))
+        })
     }
 
     /// Records the sha256 of the resume state handed to the client of a
     /// pending run (replacing an earlier one); false if the run is not
     /// pending.
-    pub(crate) fn set_resume_digest(&self, run_id: &str, digest: &str) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    pub(crate) fn set_resume_digest(&self, run_id: &str, digest: &str) -> db::Result<bool> {
+        let n = self.db().execute(
             "UPDATE runs SET resume_digest = ?2 WHERE run_id = ?1 AND approval = 'pending'",
             params![run_id, digest],
         )?;
@@ -577,23 +580,22 @@ impl Store {
 
     /// The digest of the resume state of a pending run, if one was handed
     /// out.
-    pub(crate) fn resume_digest(&self, run_id: &str) -> rusqlite::Result<Option<String>> {
+    pub(crate) fn resume_digest(&self, run_id: &str) -> db::Result<Option<String>> {
         Ok(self
-            .conn()
-            .query_row(
+            .db()
+            .query_opt(
                 "SELECT resume_digest FROM runs WHERE run_id = ?1 AND approval = 'pending'",
                 params![run_id],
-                |r| r.get::<_, Option<String>>(0),
-            )
-            .optional()?
+                |r| r.get::<Option<String>>(0),
+            )?
             .flatten())
     }
 
     /// Uses up the resume state of a pending run: true, and the digest is
     /// gone, if and only if `digest` is the one recorded (so a state is
     /// good for one answer).
-    pub(crate) fn take_resume_digest(&self, run_id: &str, digest: &str) -> rusqlite::Result<bool> {
-        let n = self.conn().execute(
+    pub(crate) fn take_resume_digest(&self, run_id: &str, digest: &str) -> db::Result<bool> {
+        let n = self.db().execute(
             "UPDATE runs SET resume_digest = NULL
              WHERE run_id = ?1 AND approval = 'pending' AND resume_digest = ?2",
             params![run_id, digest],
@@ -605,21 +607,25 @@ impl Store {
     /// crash or kill -9 while it ran) as `error`, saying so; returns their
     /// ids. Runs of live processes (another host running them now) are
     /// left alone.
-    pub(crate) fn interrupt_orphaned_runs(&self) -> rusqlite::Result<Vec<String>> {
-        let running: Vec<(String, i64)> = self
-            .conn()
-            .prepare_cached(
-                "SELECT run_id, runner_pid FROM runs
-                 WHERE outcome = 'running' AND runner_pid IS NOT NULL",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+    pub(crate) fn interrupt_orphaned_runs(&self) -> db::Result<Vec<String>> {
+        // A process id names a process of this machine only: a database
+        // that replicas on other machines share never judges their runs by
+        // it.
+        if self.db().dialect() == Dialect::Postgres {
+            return Ok(Vec::new());
+        }
+        let running: Vec<(String, i64)> = self.db().query_map(
+            "SELECT run_id, runner_pid FROM runs
+             WHERE outcome = 'running' AND runner_pid IS NOT NULL",
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         let mut interrupted = Vec::new();
         for (run_id, pid) in running {
             if pid != i64::from(std::process::id()) && process_alive(pid) {
                 continue;
             }
-            let changed = self.conn().execute(
+            let changed = self.db().execute(
                 "UPDATE runs SET outcome = 'error', updated_at_ms = ?2,
                  error = 'interrupted: the process running the approved call stopped before it \
                           finished; whether the tool ran is unknown, check its effects before \
@@ -635,7 +641,7 @@ impl Store {
     }
 
     /// Recent events, newest first.
-    pub fn recent_events(&self, limit: usize) -> rusqlite::Result<Vec<HostEvent>> {
+    pub fn recent_events(&self, limit: usize) -> db::Result<Vec<HostEvent>> {
         Ok(self
             .event_page(limit, None)?
             .into_iter()
@@ -649,98 +655,105 @@ impl Store {
         &self,
         limit: usize,
         before: Option<i64>,
-    ) -> rusqlite::Result<Vec<(i64, HostEvent)>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?1"
-        ))?;
-        stmt.query_map(params![limit as i64, before], event_from_row)?
-            .collect()
+    ) -> db::Result<Vec<(i64, HostEvent)>> {
+        self.db().query_map(
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE (CAST(?2 AS BIGINT) IS NULL OR id < ?2)
+                 ORDER BY id DESC LIMIT ?1"
+            ),
+            params![limit as i64, before],
+            event_from_row,
+        )
     }
 
     /// The events of run `run_id` other than its `call` event (which its
     /// row already holds): decisions, outbound requests, questions; oldest
     /// first, at most `limit`. Reads the `events_run` index.
-    pub(crate) fn run_events(
-        &self,
-        run_id: &str,
-        limit: usize,
-    ) -> rusqlite::Result<Vec<HostEvent>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events
-             WHERE run_id = ?1 AND kind <> 'call' AND run_id IS NOT NULL
-             ORDER BY id LIMIT ?2"
-        ))?;
-        stmt.query_map(params![run_id, limit as i64], event_from_row)?
-            .map(|r| r.map(|(_, e)| e))
-            .collect()
+    pub(crate) fn run_events(&self, run_id: &str, limit: usize) -> db::Result<Vec<HostEvent>> {
+        self.db().query_map(
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events
+                 WHERE run_id = ?1 AND kind <> 'call' AND run_id IS NOT NULL
+                 ORDER BY id LIMIT ?2"
+            ),
+            params![run_id, limit as i64],
+            |r| event_from_row(r).map(|(_, e)| e),
+        )
     }
 
     /// The runs run `parent` invoked (`host.invoke`), oldest first, at most
     /// `limit`. Reads the `runs_by_parent` index.
-    pub(crate) fn child_runs(
-        &self,
-        parent: &str,
-        limit: usize,
-    ) -> rusqlite::Result<Vec<RunRecord>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1
-             ORDER BY created_at_ms, run_id LIMIT ?2"
-        ))?;
-        stmt.query_map(params![parent, limit as i64], run_from_row)?
-            .collect()
+    pub(crate) fn child_runs(&self, parent: &str, limit: usize) -> db::Result<Vec<RunRecord>> {
+        self.db().query_map(
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE parent_run_id = ?1
+                 ORDER BY created_at_ms, run_id LIMIT ?2"
+            ),
+            params![parent, limit as i64],
+            run_from_row,
+        )
     }
 
     /// Deletes the runs created before `cutoff_ms` that are decided (not
     /// waiting, not running), the events before it, and the ref records
     /// created before it that no remaining run names; returns what was
     /// deleted (the refs' ids, whose blobs the caller removes).
-    pub(crate) fn forget_before(&mut self, cutoff_ms: i64) -> rusqlite::Result<Forgotten> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let runs = tx.execute(
-            "DELETE FROM runs WHERE created_at_ms < ?1
-             AND (approval IS NULL OR approval != 'pending') AND outcome != 'running'",
-            params![cutoff_ms],
-        )?;
-        let events = tx.execute(
-            "DELETE FROM events WHERE at < ?1",
-            params![cutoff_ms.div_euclid(1000)],
-        )?;
-        let refs: Vec<String> = {
-            let mut stmt = tx.prepare(
+    pub(crate) fn forget_before(&mut self, cutoff_ms: i64) -> db::Result<Forgotten> {
+        // The refs no remaining run names, in each dialect's JSON.
+        let unnamed_refs = match self.db().dialect() {
+            Dialect::Sqlite => {
                 "SELECT ref_id FROM refs WHERE created_at < ?1 AND NOT EXISTS (
                    SELECT 1 FROM runs, json_each(runs.input_refs)
-                   WHERE json_each.value = refs.ref_id)",
-            )?;
-            stmt.query_map(params![cutoff_ms.div_euclid(1000)], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?
+                   WHERE json_each.value = refs.ref_id)"
+            }
+            Dialect::Postgres => {
+                "SELECT ref_id FROM refs WHERE created_at < ?1 AND NOT EXISTS (
+                   SELECT 1 FROM runs, jsonb_array_elements_text(runs.input_refs::jsonb) AS named
+                   WHERE named = refs.ref_id)"
+            }
         };
-        for id in &refs {
-            tx.execute("DELETE FROM refs WHERE ref_id = ?1", params![id])?;
-        }
-        tx.commit()?;
-        Ok(Forgotten { runs, events, refs })
+        self.db().transaction(|tx| {
+            let runs = tx.execute(
+                "DELETE FROM runs WHERE created_at_ms < ?1
+                 AND (approval IS NULL OR approval != 'pending') AND outcome != 'running'",
+                params![cutoff_ms],
+            )?;
+            let events = tx.execute(
+                "DELETE FROM events WHERE at < ?1",
+                params![cutoff_ms.div_euclid(1000)],
+            )?;
+            let refs: Vec<String> =
+                tx.query_map(unnamed_refs, params![cutoff_ms.div_euclid(1000)], |r| {
+                    r.get(0)
+                })?;
+            for id in &refs {
+                tx.execute("DELETE FROM refs WHERE ref_id = ?1", params![id])?;
+            }
+            Ok(Forgotten { runs, events, refs })
+        })
     }
 
     /// Gives the pages freed by deletions back to the file system.
-    pub(crate) fn reclaim(&self) -> rusqlite::Result<()> {
+    pub(crate) fn reclaim(&self) -> db::Result<()> {
+        // PostgreSQL's autovacuum does this on its own.
+        if self.db().dialect() == Dialect::Postgres {
+            return Ok(());
+        }
         let mode: i64 = self
-            .conn()
-            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+            .db()
+            .query_row("PRAGMA auto_vacuum", params![], |r| r.get(0))?;
         if mode == 2 {
             // Each step of this pragma frees one page: step it to the end
             // (a single step, as `execute` does, frees one page).
-            let mut stmt = self.conn().prepare("PRAGMA incremental_vacuum")?;
-            let mut rows = stmt.query([])?;
-            while rows.next()?.is_some() {}
+            self.db()
+                .query_each("PRAGMA incremental_vacuum", params![], |_| Ok(()))?;
         } else {
             // Turn incremental vacuuming on for next time (takes effect
             // with this VACUUM).
-            self.conn()
+            self.db()
                 .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?;
         }
-        self.conn()
+        self.db()
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
         Ok(())
     }
@@ -752,8 +765,8 @@ impl Store {
         server: Option<&str>,
         tool: Option<&str>,
         detail: &serde_json::Value,
-    ) -> rusqlite::Result<()> {
-        self.conn().execute(
+    ) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO events (at, kind, server, tool, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![now(), kind, server, tool, detail.to_string()],
         )?;
@@ -769,28 +782,33 @@ impl Store {
         server: Option<&str>,
         tool: Option<&str>,
         detail: &serde_json::Value,
-    ) -> rusqlite::Result<bool> {
-        self.conn().query_row(
-            "SELECT EXISTS (SELECT 1 FROM events
-             WHERE kind = ?1 AND kind <> 'call' AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
+    ) -> db::Result<bool> {
+        self.db().query_row(
+            HAS_EVENT,
             params![kind, server, tool, detail.to_string()],
             |r| r.get(0),
         )
     }
 }
 
+/// Whether an event of kind ?1 about server ?2 and tool ?3 with detail ?4
+/// was recorded.
+const HAS_EVENT: &str = "SELECT EXISTS (SELECT 1 FROM events
+     WHERE kind = ?1 AND kind <> 'call' AND server IS NOT DISTINCT FROM ?2
+       AND tool IS NOT DISTINCT FROM ?3 AND detail = ?4)";
+
 /// The columns `event_from_row` reads, in order.
 const EVENT_COLUMNS: &str =
     "at, kind, run_id, persona, tool, server, outcome, duration_ms, detail, id";
 
 /// An event and its id, from a row of [`EVENT_COLUMNS`].
-fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, HostEvent)> {
+fn event_from_row(r: &db::Row<'_>) -> db::Result<(i64, HostEvent)> {
     let detail: String = r.get(8)?;
     let outcome: Option<String> = r.get(6)?;
     Ok((
         r.get(9)?,
         HostEvent {
-            at_ms: r.get::<_, i64>(0)? * 1000,
+            at_ms: r.get::<i64>(0)? * 1000,
             kind: r.get(1)?,
             run_id: r.get(2)?,
             persona: r.get(3)?,
@@ -806,7 +824,7 @@ fn event_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, HostEvent)> {
 const RUN_COLUMNS: &str = "run_id, parent_run_id, persona, tool, server, outcome, approval, args, \
      input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms, decided_by";
 
-fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+fn run_from_row(r: &db::Row<'_>) -> db::Result<RunRecord> {
     let outcome: String = r.get(5)?;
     let args: Option<String> = r.get(7)?;
     let refs: String = r.get(8)?;
@@ -818,7 +836,7 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         server: r.get(4)?,
         outcome: Outcome::parse(&outcome),
         approval: r
-            .get::<_, Option<String>>(6)?
+            .get::<Option<String>>(6)?
             .as_deref()
             .and_then(Approval::parse),
         args: args.and_then(|a| serde_json::from_str(&a).ok()),
@@ -832,8 +850,8 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     })
 }
 
-pub(super) fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Result<()> {
-    tx.prepare_cached(
+pub(super) fn put_run_on(tx: &db::Db, r: &RunRow) -> db::Result<()> {
+    tx.execute(
         "INSERT INTO runs (run_id, parent_run_id, persona, tool, server, outcome, approval,
            args, input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
@@ -841,42 +859,42 @@ pub(super) fn put_run_on(tx: &rusqlite::Connection, r: &RunRow) -> rusqlite::Res
            approval = COALESCE(excluded.approval, runs.approval),
            error = excluded.error, updated_at_ms = excluded.updated_at_ms,
            duration_ms = excluded.duration_ms",
-    )?
-    .execute(params![
-        r.run_id,
-        r.parent_run_id,
-        r.persona,
-        r.tool,
-        r.server,
-        r.outcome.as_str(),
-        r.approval.map(Approval::as_str),
-        r.args,
-        serde_json::to_string(&r.input_refs).unwrap_or_else(|_| "[]".into()),
-        r.error,
-        r.created_at_ms,
-        now_ms(),
-        r.expires_at_ms,
-        r.duration_ms,
-    ])?;
+        params![
+            r.run_id,
+            r.parent_run_id,
+            r.persona,
+            r.tool,
+            r.server,
+            r.outcome.as_str(),
+            r.approval.map(Approval::as_str),
+            r.args,
+            serde_json::to_string(&r.input_refs).unwrap_or_else(|_| "[]".into()),
+            r.error,
+            r.created_at_ms,
+            now_ms(),
+            r.expires_at_ms,
+            r.duration_ms,
+        ],
+    )?;
     Ok(())
 }
 
-pub(super) fn put_event_on(tx: &rusqlite::Connection, e: &HostEvent) -> rusqlite::Result<()> {
-    tx.prepare_cached(
+pub(super) fn put_event_on(tx: &db::Db, e: &HostEvent) -> db::Result<()> {
+    tx.execute(
         "INSERT INTO events (at, kind, server, tool, detail, run_id, persona, outcome, duration_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        e.at_ms / 1000,
-        e.kind,
-        e.server,
-        e.tool,
-        e.detail.to_string(),
-        e.run_id,
-        e.persona,
-        e.outcome.map(Outcome::as_str),
-        e.duration_ms,
-    ])?;
+        params![
+            e.at_ms / 1000,
+            e.kind,
+            e.server,
+            e.tool,
+            e.detail.to_string(),
+            e.run_id,
+            e.persona,
+            e.outcome.map(Outcome::as_str),
+            e.duration_ms,
+        ],
+    )?;
     Ok(())
 }
 
@@ -900,25 +918,22 @@ mod tests {
     #[test]
     fn has_event_searches_the_index_that_leaves_calls_out() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(tmp.path()).expect("open");
+        let store = Store::open_sqlite(tmp.path()).expect("open");
         let plan: Vec<String> = store
-            .conn()
-            .prepare(
-                "EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM events
-                 WHERE kind = ?1 AND kind <> 'call' AND server IS ?2 AND tool IS ?3 AND detail = ?4)",
+            .db()
+            .query_map(
+                &format!("EXPLAIN QUERY PLAN {HAS_EVENT}"),
+                params!["tool_changed", "s", "t", "{}"],
+                |r| r.get(3),
             )
-            .expect("prepare")
-            .query_map(params!["tool_changed", "s", "t", "{}"], |r| r.get(3))
-            .expect("plan")
-            .collect::<rusqlite::Result<_>>()
-            .expect("rows");
+            .expect("plan");
         assert!(
             plan.iter().any(|l| l.contains("USING INDEX events_kind")),
             "{plan:?}"
         );
         let detail = serde_json::json!({"old": "a"});
         store
-            .conn()
+            .db()
             .execute(
                 "INSERT INTO events (at, kind, server, tool, detail) VALUES (1, 'tool_changed', 's', 't', ?1)",
                 params![detail.to_string()],
@@ -938,19 +953,19 @@ mod tests {
 
     fn plan(store: &Store, sql: &str) -> Vec<String> {
         store
-            .conn()
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .expect("prepare")
-            .query_map(params!["run_a", 10], |r| r.get(3))
+            .db()
+            .query_map(
+                &format!("EXPLAIN QUERY PLAN {sql}"),
+                params!["run_a", 10i64],
+                |r| r.get(3),
+            )
             .expect("plan")
-            .collect::<rusqlite::Result<_>>()
-            .expect("rows")
     }
 
     #[test]
     fn a_runs_detail_reads_its_events_and_children_through_indexes() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(tmp.path()).expect("open");
+        let store = Store::open_sqlite(tmp.path()).expect("open");
         let events = plan(
             &store,
             &format!(
@@ -993,7 +1008,7 @@ mod tests {
             event("approval", "run_b", 3),
             event("outbound", "run_a", 4),
         ] {
-            put_event_on(store.conn(), &e).expect("event");
+            put_event_on(store.db(), &e).expect("event");
         }
         let got = store.run_events("run_a", 10).expect("events");
         let kinds: Vec<&str> = got.iter().map(|e| e.kind.as_str()).collect();
@@ -1010,7 +1025,7 @@ mod tests {
             ("run_x", "run_b", 3),
         ] {
             store
-                .conn()
+                .db()
                 .execute(
                     "INSERT INTO runs (run_id, parent_run_id, tool, server, outcome,
                      created_at_ms, updated_at_ms) VALUES (?1, ?2, 't.x', 'skill:t', 'ok', ?3, ?3)",
@@ -1029,7 +1044,7 @@ mod tests {
 
     fn pending(store: &Store, run_id: &str) {
         store
-            .conn()
+            .db()
             .execute(
                 "INSERT INTO runs (run_id, tool, server, outcome, approval, args,
                  created_at_ms, updated_at_ms, expires_at_ms)
@@ -1042,7 +1057,7 @@ mod tests {
     #[test]
     fn approved_runs_of_dead_processes_are_marked_interrupted() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let mut store = Store::open(tmp.path()).expect("open");
+        let mut store = Store::open_sqlite(tmp.path()).expect("open");
         pending(&store, "run_dead");
         pending(&store, "run_alive");
         store
@@ -1062,7 +1077,7 @@ mod tests {
             .expect("spawn");
         for (run, pid) in [("run_dead", dead), ("run_alive", live.id())] {
             store
-                .conn()
+                .db()
                 .execute(
                     "UPDATE runs SET runner_pid = ?2 WHERE run_id = ?1",
                     params![run, pid],
@@ -1098,13 +1113,13 @@ mod tests {
     #[test]
     fn forgetting_runs_gives_their_pages_back_to_the_file_system() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let mut store = Store::open(tmp.path()).expect("open");
+        let mut store = Store::open_sqlite(tmp.path()).expect("open");
         store.reclaim().expect("reclaim");
         let empty = db_bytes(tmp.path());
         let big = "x".repeat(4000);
         for i in 0..2000 {
             store
-                .conn()
+                .db()
                 .execute(
                     "INSERT INTO runs (run_id, tool, server, outcome, args,
                      created_at_ms, updated_at_ms, expires_at_ms)

@@ -3,7 +3,7 @@
 //! file; this table never sees a value in the clear), each bound to the
 //! identity of the skill it was set for.
 
-use rusqlite::{OptionalExtension, params};
+use crate::state::db::{self, params};
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -45,8 +45,8 @@ impl Store {
         skill: &str,
         name: &str,
         secret: &SealedSecret,
-    ) -> rusqlite::Result<()> {
-        self.conn().execute(
+    ) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO skill_secrets (skill, name, identity, nonce, sealed, set_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (skill, name) DO UPDATE SET identity = excluded.identity,
@@ -68,43 +68,41 @@ impl Store {
         &self,
         skill: &str,
         name: &str,
-    ) -> rusqlite::Result<Option<SealedSecret>> {
-        self.conn()
-            .query_row(
-                "SELECT identity, nonce, sealed FROM skill_secrets WHERE skill = ?1 AND name = ?2",
-                params![skill, name],
-                |r| {
-                    Ok(SealedSecret {
-                        identity: r.get(0)?,
-                        nonce: r.get(1)?,
-                        sealed: r.get(2)?,
-                    })
-                },
-            )
-            .optional()
+    ) -> db::Result<Option<SealedSecret>> {
+        self.db().query_opt(
+            "SELECT identity, nonce, sealed FROM skill_secrets WHERE skill = ?1 AND name = ?2",
+            params![skill, name],
+            |r| {
+                Ok(SealedSecret {
+                    identity: r.get(0)?,
+                    nonce: r.get(1)?,
+                    sealed: r.get(2)?,
+                })
+            },
+        )
     }
 
     /// Every stored secret of `skill` (or of every skill), by skill then
     /// name: names only.
-    pub fn secret_infos(&self, skill: Option<&str>) -> rusqlite::Result<Vec<SecretInfo>> {
-        let mut stmt = self.conn().prepare(
+    pub fn secret_infos(&self, skill: Option<&str>) -> db::Result<Vec<SecretInfo>> {
+        self.db().query_map(
             "SELECT skill, name, identity, set_at FROM skill_secrets
-             WHERE (?1 IS NULL OR skill = ?1) ORDER BY skill, name",
-        )?;
-        stmt.query_map(params![skill], |r| {
-            Ok(SecretInfo {
-                skill: r.get(0)?,
-                name: r.get(1)?,
-                identity: r.get(2)?,
-                set_at: r.get(3)?,
-            })
-        })?
-        .collect()
+             WHERE (CAST(?1 AS TEXT) IS NULL OR skill = ?1) ORDER BY skill, name",
+            params![skill],
+            |r| {
+                Ok(SecretInfo {
+                    skill: r.get(0)?,
+                    name: r.get(1)?,
+                    identity: r.get(2)?,
+                    set_at: r.get(3)?,
+                })
+            },
+        )
     }
 
     /// Removes a secret; returns whether there was one.
-    pub fn remove_secret(&self, skill: &str, name: &str) -> rusqlite::Result<bool> {
-        Ok(self.conn().execute(
+    pub fn remove_secret(&self, skill: &str, name: &str) -> db::Result<bool> {
+        Ok(self.db().execute(
             "DELETE FROM skill_secrets WHERE skill = ?1 AND name = ?2",
             params![skill, name],
         )? > 0)

@@ -2,7 +2,7 @@
 //! enablement and local trust (`skill_settings`), and the trusted publisher
 //! keys (`trusted_keys`, `key_skill_grants`).
 
-use rusqlite::{OptionalExtension, params};
+use crate::state::db::{self, params};
 
 use crate::state::{Store, now};
 
@@ -37,20 +37,18 @@ pub struct TrustedKey {
     pub skills: Vec<String>,
 }
 
-fn parse_version(s: String) -> rusqlite::Result<semver::Version> {
-    semver::Version::parse(&s).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
-    })
+fn parse_version(s: String) -> db::Result<semver::Version> {
+    semver::Version::parse(&s)
+        .map_err(|e| db::DbError::Value(format!("installed version {s:?} is not semver: {e}")))
 }
 
 impl Store {
     /// Every installed version, sorted by name then version.
-    pub fn installed(&self) -> rusqlite::Result<Vec<InstalledRecord>> {
-        let mut stmt = self.conn().prepare(
+    pub fn installed(&self) -> db::Result<Vec<InstalledRecord>> {
+        let mut rows = self.db().query_map(
             "SELECT name, version, digest, signer, trusted, installed_at FROM installed_skills",
-        )?;
-        let mut rows: Vec<InstalledRecord> = stmt
-            .query_map([], |r| {
+            params![],
+            |r| {
                 Ok(InstalledRecord {
                     name: r.get(0)?,
                     version: parse_version(r.get(1)?)?,
@@ -59,26 +57,27 @@ impl Store {
                     trusted: r.get(4)?,
                     installed_at: r.get(5)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
+            },
+        )?;
         rows.sort_by(|a, b| a.name.cmp(&b.name).then(a.version.cmp(&b.version)));
         Ok(rows)
     }
 
     /// Records an install.
-    pub fn add_installed(&mut self, r: &InstalledRecord) -> rusqlite::Result<()> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO installed_skills (name, version, digest, signer, trusted, installed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![r.name, r.version.to_string(), r.digest, r.signer, r.trusted, now()],
-        )?;
-        tx.execute(
-            "INSERT OR IGNORE INTO skill_settings (name, enabled) VALUES (?1, 1)",
-            params![r.name],
-        )?;
-        tx.commit()
+    pub fn add_installed(&mut self, r: &InstalledRecord) -> db::Result<()> {
+        self.db().transaction(|tx| {
+            tx.execute(
+                "INSERT INTO installed_skills (name, version, digest, signer, trusted, installed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![r.name, r.version.to_string(), r.digest, r.signer, r.trusted, now()],
+            )?;
+            tx.execute(
+                "INSERT INTO skill_settings (name, enabled) VALUES (?1, 1)
+                 ON CONFLICT (name) DO NOTHING",
+                params![r.name],
+            )?;
+            Ok(())
+        })
     }
 
     /// Removes one installed version (or all of a name when `version` is
@@ -87,16 +86,14 @@ impl Store {
         &mut self,
         name: &str,
         version: Option<&semver::Version>,
-    ) -> rusqlite::Result<Vec<semver::Version>> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut removed = Vec::new();
-        {
-            let mut stmt = tx.prepare("SELECT version FROM installed_skills WHERE name = ?1")?;
-            let versions: Vec<String> = stmt
-                .query_map(params![name], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+    ) -> db::Result<Vec<semver::Version>> {
+        self.db().transaction(|tx| {
+            let mut removed = Vec::new();
+            let versions: Vec<String> = tx.query_map(
+                "SELECT version FROM installed_skills WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )?;
             for v in versions {
                 let parsed = parse_version(v.clone())?;
                 if version.is_none_or(|want| *want == parsed) {
@@ -107,83 +104,76 @@ impl Store {
                     removed.push(parsed);
                 }
             }
-        }
-        tx.commit()?;
-        Ok(removed)
+            Ok(removed)
+        })
     }
 
     /// Marks every installed version of `name` trusted, and a local
     /// development folder of that name too; returns the installed versions
     /// changed.
-    pub fn set_trusted(&mut self, name: &str) -> rusqlite::Result<usize> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let n = tx.execute(
-            "UPDATE installed_skills SET trusted = 1 WHERE name = ?1",
-            params![name],
-        )?;
-        tx.execute(
-            "INSERT INTO skill_settings (name, trusted_local) VALUES (?1, 1)
-             ON CONFLICT(name) DO UPDATE SET trusted_local = 1",
-            params![name],
-        )?;
-        tx.commit()?;
-        Ok(n)
+    pub fn set_trusted(&mut self, name: &str) -> db::Result<usize> {
+        self.db().transaction(|tx| {
+            let n = tx.execute(
+                "UPDATE installed_skills SET trusted = 1 WHERE name = ?1",
+                params![name],
+            )?;
+            tx.execute(
+                "INSERT INTO skill_settings (name, trusted_local) VALUES (?1, 1)
+                 ON CONFLICT (name) DO UPDATE SET trusted_local = 1",
+                params![name],
+            )?;
+            Ok(n)
+        })
     }
 
     /// Whether the operator trusted a local development skill of this name.
-    pub fn trusted_local(&self, name: &str) -> rusqlite::Result<bool> {
+    pub fn trusted_local(&self, name: &str) -> db::Result<bool> {
         Ok(self
-            .conn
-            .query_row(
+            .db()
+            .query_opt(
                 "SELECT trusted_local FROM skill_settings WHERE name = ?1",
                 params![name],
                 |r| r.get(0),
-            )
-            .optional()?
+            )?
             .unwrap_or(false))
     }
 
     /// Whether a skill name is enabled (default: enabled).
-    pub fn enabled(&self, name: &str) -> rusqlite::Result<bool> {
+    pub fn enabled(&self, name: &str) -> db::Result<bool> {
         Ok(self
-            .conn
-            .query_row(
+            .db()
+            .query_opt(
                 "SELECT enabled FROM skill_settings WHERE name = ?1",
                 params![name],
                 |r| r.get(0),
-            )
-            .optional()?
+            )?
             .unwrap_or(true))
     }
 
     /// Enables or disables a skill name.
-    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> rusqlite::Result<()> {
-        self.conn().execute(
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO skill_settings (name, enabled) VALUES (?1, ?2)
-             ON CONFLICT(name) DO UPDATE SET enabled = excluded.enabled",
+             ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled",
             params![name, enabled],
         )?;
         Ok(())
     }
 
     /// Every trusted key.
-    pub fn trusted_keys(&self) -> rusqlite::Result<Vec<TrustedKey>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT key_id, label, public_key FROM trusted_keys ORDER BY label, key_id")?;
-        let keys: Vec<(String, String, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+    pub fn trusted_keys(&self) -> db::Result<Vec<TrustedKey>> {
+        let keys: Vec<(String, String, String)> = self.db().query_map(
+            "SELECT key_id, label, public_key FROM trusted_keys ORDER BY label, key_id",
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
         let mut out = Vec::new();
         for (key_id, label, public_key) in keys {
-            let mut s = self
-                .conn
-                .prepare("SELECT skill FROM key_skill_grants WHERE key_id = ?1 ORDER BY skill")?;
-            let skills = s
-                .query_map(params![key_id], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let skills = self.db().query_map(
+                "SELECT skill FROM key_skill_grants WHERE key_id = ?1 ORDER BY skill",
+                params![key_id],
+                |r| r.get(0),
+            )?;
             out.push(TrustedKey {
                 key_id,
                 label,
@@ -201,39 +191,37 @@ impl Store {
         label: &str,
         public_key: &str,
         skills: &[String],
-    ) -> rusqlite::Result<()> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO trusted_keys (key_id, label, public_key, added_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(key_id) DO UPDATE SET label = excluded.label",
-            params![key_id, label, public_key, now()],
-        )?;
-        for s in skills {
+    ) -> db::Result<()> {
+        self.db().transaction(|tx| {
             tx.execute(
-                "INSERT OR IGNORE INTO key_skill_grants (key_id, skill) VALUES (?1, ?2)",
-                params![key_id, s],
+                "INSERT INTO trusted_keys (key_id, label, public_key, added_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (key_id) DO UPDATE SET label = excluded.label",
+                params![key_id, label, public_key, now()],
             )?;
-        }
-        tx.commit()
+            for s in skills {
+                tx.execute(
+                    "INSERT INTO key_skill_grants (key_id, skill) VALUES (?1, ?2)
+                     ON CONFLICT (key_id, skill) DO NOTHING",
+                    params![key_id, s],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Removes a trusted key by id or label; returns how many were removed.
-    pub fn remove_trusted_key(&mut self, id_or_label: &str) -> rusqlite::Result<usize> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "DELETE FROM key_skill_grants WHERE key_id IN (SELECT key_id FROM trusted_keys WHERE key_id = ?1 OR label = ?1)",
-            params![id_or_label],
-        )?;
-        let n = tx.execute(
-            "DELETE FROM trusted_keys WHERE key_id = ?1 OR label = ?1",
-            params![id_or_label],
-        )?;
-        tx.commit()?;
-        Ok(n)
+    pub fn remove_trusted_key(&mut self, id_or_label: &str) -> db::Result<usize> {
+        self.db().transaction(|tx| {
+            tx.execute(
+                "DELETE FROM key_skill_grants WHERE key_id IN
+                   (SELECT key_id FROM trusted_keys WHERE key_id = ?1 OR label = ?1)",
+                params![id_or_label],
+            )?;
+            tx.execute(
+                "DELETE FROM trusted_keys WHERE key_id = ?1 OR label = ?1",
+                params![id_or_label],
+            )
+        })
     }
 }
 
@@ -245,7 +233,7 @@ mod tests {
     fn install_records_round_trip_and_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut s = Store::open(dir.path()).unwrap();
+            let mut s = Store::open_sqlite(dir.path()).unwrap();
             let r = InstalledRecord {
                 name: "a".into(),
                 version: semver::Version::new(1, 2, 3),
@@ -260,7 +248,7 @@ mod tests {
             s.add_trusted_key("k", "pub", "AAAA", &["a".into()])
                 .unwrap();
         }
-        let mut s = Store::open(dir.path()).unwrap();
+        let mut s = Store::open_sqlite(dir.path()).unwrap();
         let all = s.installed().unwrap();
         assert_eq!(all.len(), 1);
         assert!(!s.enabled("a").unwrap());

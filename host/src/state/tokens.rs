@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::params;
+use crate::state::db::{self, params};
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -42,16 +42,17 @@ impl Store {
         prefix: &str,
         persona: &str,
         label: &str,
-    ) -> rusqlite::Result<TokenInfo> {
+    ) -> db::Result<TokenInfo> {
         let prefix = prefix.to_string();
         let created_at = now();
-        self.conn().execute(
+        let id = self.db().query_row(
             "INSERT INTO api_tokens (digest, prefix, persona, label, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+             VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
             params![hex::encode(digest), prefix, persona, label, created_at],
+            |r| r.get(0),
         )?;
         Ok(TokenInfo {
-            id: self.conn().last_insert_rowid(),
+            id,
             prefix,
             persona: persona.to_string(),
             label: label.to_string(),
@@ -60,44 +61,49 @@ impl Store {
     }
 
     /// Every persona token, by id.
-    pub fn tokens(&self) -> rusqlite::Result<Vec<TokenInfo>> {
-        let mut stmt = self.conn().prepare_cached(
+    pub fn tokens(&self) -> db::Result<Vec<TokenInfo>> {
+        self.db().query_map(
             "SELECT id, prefix, persona, label, created_at FROM api_tokens ORDER BY id",
-        )?;
-        stmt.query_map([], |r| {
-            Ok(TokenInfo {
-                id: r.get(0)?,
-                prefix: r.get(1)?,
-                persona: r.get(2)?,
-                label: r.get(3)?,
-                created_at: r.get(4)?,
-            })
-        })?
-        .collect()
+            params![],
+            |r| {
+                Ok(TokenInfo {
+                    id: r.get(0)?,
+                    prefix: r.get(1)?,
+                    persona: r.get(2)?,
+                    label: r.get(3)?,
+                    created_at: r.get(4)?,
+                })
+            },
+        )
     }
 
     /// Removes a token by id; false if there was none.
-    pub fn remove_token(&self, id: i64) -> rusqlite::Result<bool> {
+    pub fn remove_token(&self, id: i64) -> db::Result<bool> {
         let n = self
-            .conn()
+            .db()
             .execute("DELETE FROM api_tokens WHERE id = ?1", params![id])?;
         Ok(n == 1)
     }
 
     /// The tokens' generation: bumped by every change to `api_tokens`, by
     /// any process (triggers).
-    pub(crate) fn token_generation(&self) -> rusqlite::Result<i64> {
-        self.conn()
-            .prepare_cached("SELECT value FROM token_generation WHERE id = 1")?
-            .query_row([], |r| r.get(0))
+    pub(crate) fn token_generation(&self) -> db::Result<i64> {
+        self.db().query_row(
+            "SELECT value FROM token_generation WHERE id = 1",
+            params![],
+            |r| r.get(0),
+        )
     }
 
     /// Every token's persona, by the token's sha256 (hex).
-    pub(crate) fn token_personas(&self) -> rusqlite::Result<HashMap<String, String>> {
-        self.conn()
-            .prepare_cached("SELECT digest, persona FROM api_tokens")?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
+    pub(crate) fn token_personas(&self) -> db::Result<HashMap<String, String>> {
+        let mut out = HashMap::new();
+        self.db()
+            .query_each("SELECT digest, persona FROM api_tokens", params![], |r| {
+                out.insert(r.get(0)?, r.get(1)?);
+                Ok(())
+            })?;
+        Ok(out)
     }
 }
 
@@ -108,7 +114,7 @@ mod tests {
     #[test]
     fn tokens_follow_their_persona() {
         let tmp = tempfile::tempdir().unwrap();
-        let s = Store::open(tmp.path()).unwrap();
+        let s = Store::open_sqlite(tmp.path()).unwrap();
         s.add_persona("p", "").unwrap();
         let digest = [7u8; 32];
         let info = s.add_token(&digest, "skh_AbCdEf", "p", "laptop").unwrap();
@@ -129,7 +135,7 @@ mod tests {
     #[test]
     fn every_change_to_the_tokens_bumps_their_generation() {
         let tmp = tempfile::tempdir().unwrap();
-        let s = Store::open(tmp.path()).unwrap();
+        let s = Store::open_sqlite(tmp.path()).unwrap();
         s.add_persona("p", "").unwrap();
         let g0 = s.token_generation().unwrap();
         let info = s.add_token(&[7u8; 32], "skh_AbCdEf", "p", "").unwrap();

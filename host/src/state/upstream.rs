@@ -2,23 +2,23 @@
 //! approved (`mcp_tool_pins`) and the tools last discovered on each server
 //! (`mcp_tools`, what the registry registers).
 
-use rusqlite::params;
+use crate::state::db::{self, params};
 
 use crate::state::{Store, now};
 
 impl Store {
     /// The pinned definition hashes of `server`'s tools.
-    pub fn mcp_pins(&self, server: &str) -> rusqlite::Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT tool, hash FROM mcp_tool_pins WHERE server = ?1 ORDER BY tool")?;
-        stmt.query_map(params![server], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
+    pub fn mcp_pins(&self, server: &str) -> db::Result<Vec<(String, String)>> {
+        self.db().query_map(
+            "SELECT tool, hash FROM mcp_tool_pins WHERE server = ?1 ORDER BY tool",
+            params![server],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 
     /// Pins `tool` of `server` at `hash` (replacing an older pin).
-    pub fn mcp_pin(&self, server: &str, tool: &str, hash: &str) -> rusqlite::Result<()> {
-        self.conn().execute(
+    pub fn mcp_pin(&self, server: &str, tool: &str, hash: &str) -> db::Result<()> {
+        self.db().execute(
             "INSERT INTO mcp_tool_pins (server, tool, hash, pinned_at) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (server, tool) DO UPDATE SET hash = excluded.hash, pinned_at = excluded.pinned_at",
             params![server, tool, hash, now()],
@@ -28,34 +28,29 @@ impl Store {
 
     /// Replaces every pin of `server` with `pins` in one transaction (the
     /// operator's approval of its current tool definitions).
-    pub fn mcp_replace_pins(
-        &mut self,
-        server: &str,
-        pins: &[(String, String)],
-    ) -> rusqlite::Result<()> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "DELETE FROM mcp_tool_pins WHERE server = ?1",
-            params![server],
-        )?;
-        for (tool, hash) in pins {
+    pub fn mcp_replace_pins(&mut self, server: &str, pins: &[(String, String)]) -> db::Result<()> {
+        self.db().transaction(|tx| {
             tx.execute(
-                "INSERT INTO mcp_tool_pins (server, tool, hash, pinned_at) VALUES (?1, ?2, ?3, ?4)",
-                params![server, tool, hash, now()],
+                "DELETE FROM mcp_tool_pins WHERE server = ?1",
+                params![server],
             )?;
-        }
-        tx.commit()
+            for (tool, hash) in pins {
+                tx.execute(
+                    "INSERT INTO mcp_tool_pins (server, tool, hash, pinned_at) VALUES (?1, ?2, ?3, ?4)",
+                    params![server, tool, hash, now()],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// The discovered tool definitions of every server, as stored JSON.
-    pub fn mcp_tool_definitions(&self) -> rusqlite::Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT server, definition FROM mcp_tools ORDER BY server, name")?;
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
+    pub fn mcp_tool_definitions(&self) -> db::Result<Vec<(String, String)>> {
+        self.db().query_map(
+            "SELECT server, definition FROM mcp_tools ORDER BY server, name",
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 
     /// Replaces the stored tool definitions of `server` (name → JSON) in
@@ -65,42 +60,40 @@ impl Store {
         &mut self,
         server: &str,
         tools: &[(String, String)],
-    ) -> rusqlite::Result<()> {
-        let tx = self
-            .conn_mut()
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let stored: Vec<(String, String)> = {
-            let mut stmt =
-                tx.prepare("SELECT name, definition FROM mcp_tools WHERE server = ?1")?;
-            stmt.query_map(params![server], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?
-        };
-        for (name, _) in &stored {
-            if !tools.iter().any(|(n, _)| n == name) {
+    ) -> db::Result<()> {
+        self.db().transaction(|tx| {
+            let stored: Vec<(String, String)> = tx.query_map(
+                "SELECT name, definition FROM mcp_tools WHERE server = ?1",
+                params![server],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            for (name, _) in &stored {
+                if !tools.iter().any(|(n, _)| n == name) {
+                    tx.execute(
+                        "DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2",
+                        params![server, name],
+                    )?;
+                }
+            }
+            for (name, def) in tools {
+                if stored.iter().any(|(n, d)| n == name && d == def) {
+                    continue;
+                }
                 tx.execute(
-                    "DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2",
-                    params![server, name],
+                    "INSERT INTO mcp_tools (server, name, definition) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (server, name) DO UPDATE SET definition = excluded.definition",
+                    params![server, name, def],
                 )?;
             }
-        }
-        for (name, def) in tools {
-            if stored.iter().any(|(n, d)| n == name && d == def) {
-                continue;
-            }
-            tx.execute(
-                "INSERT INTO mcp_tools (server, name, definition) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (server, name) DO UPDATE SET definition = excluded.definition",
-                params![server, name, def],
-            )?;
-        }
-        tx.commit()
+            Ok(())
+        })
     }
 
     /// Forgets the stored tools of a removed server.
-    pub fn forget_mcp_server(&self, server: &str) -> rusqlite::Result<()> {
-        self.conn()
+    pub fn forget_mcp_server(&self, server: &str) -> db::Result<()> {
+        self.db()
             .execute("DELETE FROM mcp_tools WHERE server = ?1", params![server])?;
-        self.conn().execute(
+        self.db().execute(
             "DELETE FROM mcp_tool_pins WHERE server = ?1",
             params![server],
         )?;

@@ -160,7 +160,7 @@ fn yield_to_calls() {
     }
 }
 
-fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
+fn writer_loop(store: Store, rx: mpsc::Receiver<Write>) {
     let mut last_commit: Option<Instant> = None;
     while let Ok(first) = rx.recv() {
         // Sleep out the interval rather than wait on the channel: a send to
@@ -180,24 +180,21 @@ fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
         }
         let stop = matches!(batch.last(), Some(Write::Stop));
         let mut acks = Vec::new();
-        let result = (|| -> rusqlite::Result<()> {
-            let tx = store
-                .conn_mut()
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let result = store.db().transaction(|tx| {
             for w in &batch {
                 match w {
                     Write::Run(r, e) => {
-                        put_run_on(&tx, r)?;
+                        put_run_on(tx, r)?;
                         if !r.says_all_of(e) {
-                            put_event_on(&tx, e)?;
+                            put_event_on(tx, e)?;
                         }
                     }
-                    Write::Event(e) => put_event_on(&tx, e)?,
+                    Write::Event(e) => put_event_on(tx, e)?,
                     Write::Flush(_) | Write::Stop => {}
                 }
             }
-            tx.commit()
-        })();
+            Ok(())
+        });
         last_commit = Some(Instant::now());
         if let Err(e) = result {
             tracing::error!("cannot record {} run(s)/event(s): {e}", batch.len());
@@ -219,6 +216,7 @@ fn writer_loop(mut store: Store, rx: mpsc::Receiver<Write>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::db::params;
     use crate::state::runs::{Outcome, now_ms};
 
     /// Run `i`: an odd one failed (its event says why), an even one
@@ -265,16 +263,18 @@ mod tests {
 
     fn count(store: &Store, table: &str) -> i64 {
         store
-            .conn()
-            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .db()
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), params![], |r| {
+                r.get(0)
+            })
             .expect("count")
     }
 
     #[test]
     fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(tmp.path()).expect("open");
-        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
+        let store = Store::open_sqlite(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
         // A burst: grouped into few commits, all of it written.
         for i in 0..300 {
             let (row, event) = finished(i);
@@ -302,8 +302,8 @@ mod tests {
     #[tokio::test]
     async fn durable_returns_once_what_came_before_is_committed() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(tmp.path()).expect("open");
-        let writer = EventWriter::start(Store::open(tmp.path()).expect("open"));
+        let store = Store::open_sqlite(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
         for i in 0..50 {
             let (row, event) = finished(i);
             writer.run_with_event(row, event);

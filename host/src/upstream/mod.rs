@@ -22,7 +22,7 @@ use skillhost_mcp::{
 use crate::error::{ServerError, StateError};
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
-use crate::upstream::pins::{SqlitePins, stdio_policy};
+use crate::upstream::pins::{StorePins, stdio_policy};
 
 /// A tool as a server shows it now, against the definition the operator
 /// approved (pinned).
@@ -107,7 +107,7 @@ where
     });
     match out {
         Ok(v) => {
-            Store::open(&data.root)
+            Store::open(data)
                 .map_err(StateError::from)?
                 .bump_generation()
                 .map_err(StateError::from)?;
@@ -171,7 +171,7 @@ pub(crate) fn remove(data: &DataDir, name: &str) -> Result<(), ServerError> {
         c.servers.retain(|s| s.name != name);
         Ok(())
     })?;
-    let store = Store::open(&data.root)?;
+    let store = Store::open(data)?;
     store.forget_mcp_server(name)?;
     store.record_event("server_removed", Some(name), None, &json!({}))?;
     Ok(())
@@ -223,7 +223,7 @@ pub(crate) async fn sign_in(
                     "refreshable": refreshable}),
         _ => json!({}),
     };
-    Store::open(&data.root)?.record_event("server_signed_in", Some(&server.name), None, &detail)?;
+    Store::open(data)?.record_event("server_signed_in", Some(&server.name), None, &detail)?;
     Ok(report)
 }
 
@@ -233,7 +233,7 @@ pub(crate) fn sign_out(data: &DataDir, server: &ServerConfig) -> Result<bool, Se
     let removed = skillhost_mcp::oauth::logout(&data.root, server)
         .map_err(|e| ServerError::State(anyhow::anyhow!("{e}").into()))?;
     if removed {
-        Store::open(&data.root)?.record_event(
+        Store::open(data)?.record_event(
             "server_signed_out",
             Some(&server.name),
             None,
@@ -253,7 +253,7 @@ pub(crate) fn feed_registry(
     name: &str,
     tools: Vec<McpTool>,
 ) -> Result<(), ServerError> {
-    let pins = SqlitePins::from_store(Store::open(&data.root)?);
+    let pins = StorePins::from_store(Store::open(data)?);
     skillhost_mcp::register_discovered(&pins, name, tools)
         .map_err(|e| ServerError::State(anyhow::anyhow!("{e}").into()))?;
     Ok(())
@@ -274,7 +274,7 @@ fn first_error(report: &TestReport) -> String {
 pub(crate) async fn enable(data: &DataDir, name: &str) -> Result<Enabled, ServerError> {
     let server = find(&load(data)?, name)?.clone();
     let report = test(data, &server).await?;
-    let mut store = Store::open(&data.root)?;
+    let mut store = Store::open(data)?;
     let enabled = if report.ok {
         let pins: Vec<(String, String)> = report
             .tools
@@ -304,7 +304,7 @@ pub(crate) async fn enable(data: &DataDir, name: &str) -> Result<Enabled, Server
 /// Disables server `name` and records a `server_disabled` event.
 pub(crate) fn disable(data: &DataDir, name: &str) -> Result<(), ServerError> {
     set_enabled(data, name, false)?;
-    Store::open(&data.root)?.record_event("server_disabled", Some(name), None, &json!({}))?;
+    Store::open(data)?.record_event("server_disabled", Some(name), None, &json!({}))?;
     Ok(())
 }
 
@@ -322,10 +322,7 @@ pub(crate) async fn tools(
             first_error(&report)
         )));
     }
-    let pins: BTreeMap<String, String> = Store::open(&data.root)?
-        .mcp_pins(name)?
-        .into_iter()
-        .collect();
+    let pins: BTreeMap<String, String> = Store::open(data)?.mcp_pins(name)?.into_iter().collect();
     let listed = report
         .tools
         .iter()

@@ -15,40 +15,43 @@ use crate::state::data_dir::DataDir;
 /// `tool_changed` events).
 ///
 /// ```no_run
-/// let pins = skillhost::SqlitePins::open("data".as_ref())?;
+/// let pins = skillhost::StorePins::open("data".as_ref())?;
 /// # Ok::<(), anyhow::Error>(())
 /// ```
-pub struct SqlitePins {
+pub struct StorePins {
     store: Mutex<Store>,
 }
 
-impl SqlitePins {
+impl StorePins {
     /// Opens the database of the data dir at `root`.
     ///
     /// ```no_run
-    /// let _ = skillhost::SqlitePins::open("data".as_ref())?;
+    /// let _ = skillhost::StorePins::open("data".as_ref())?;
     /// # Ok::<(), anyhow::Error>(())
     /// ```
-    pub fn open(root: &Path) -> anyhow::Result<SqlitePins> {
+    pub fn open(root: &Path) -> anyhow::Result<StorePins> {
         let data = DataDir::open(root)?;
-        Ok(SqlitePins {
-            store: Mutex::new(Store::open(&data.root)?),
+        Ok(StorePins {
+            store: Mutex::new(Store::open(&data)?),
         })
     }
 
-    pub(crate) fn from_store(store: Store) -> SqlitePins {
-        SqlitePins {
+    pub(crate) fn from_store(store: Store) -> StorePins {
+        StorePins {
             store: Mutex::new(store),
         }
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut Store) -> rusqlite::Result<T>) -> anyhow::Result<T> {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Store) -> crate::state::db::Result<T>,
+    ) -> anyhow::Result<T> {
         let mut store = self.store.lock().unwrap_or_else(|e| e.into_inner());
         Ok(f(&mut store)?)
     }
 }
 
-impl PinStore for SqlitePins {
+impl PinStore for StorePins {
     fn pins(&self, server: &str) -> anyhow::Result<BTreeMap<String, String>> {
         Ok(self.with(|s| s.mcp_pins(server))?.into_iter().collect())
     }
@@ -93,10 +96,10 @@ impl PinStore for SqlitePins {
 pub fn mcp_manager_options(root: &Path) -> anyhow::Result<ManagerOptions> {
     let data = DataDir::open(root)?;
     let settings = data.settings()?;
-    let store = Store::open(&data.root)?;
+    let store = Store::open(&data)?;
     let mut opts = ManagerOptions::new(data.root.clone());
     opts.policy = stdio_policy(&settings);
-    opts.pins = std::sync::Arc::new(SqlitePins::from_store(store));
+    opts.pins = std::sync::Arc::new(StorePins::from_store(store));
     Ok(opts)
 }
 

@@ -11,7 +11,7 @@ use skillhost_mcp::{McpConfig, McpManager, ServerState};
 
 use skillhost::LimitsRequest;
 use skillhost::Skill;
-use skillhost::SqlitePins;
+use skillhost::StorePins;
 
 /// How to run server-everything here: the copy the test peers installed
 /// (offline), else `npx -y` when Node.js is on `PATH`.
@@ -93,7 +93,7 @@ pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::R
 
     // Enable: pin the definitions the operator just reviewed, then connect
     // as the host does at start.
-    let pins = Arc::new(SqlitePins::open(&data)?);
+    let pins = Arc::new(StorePins::open(&data)?);
     for t in &report.tools {
         skillhost_mcp::PinStore::pin(pins.as_ref(), &t.server, &t.tool, &t.definition_hash)?;
     }
