@@ -72,8 +72,11 @@
 //! (no second pass), `SKILLHOST_BENCH_BIN` (another skillhost binary, to
 //! compare builds).
 
+mod mcp_http;
 #[path = "../../mcp/benches/pinning/mod.rs"]
 mod pinning;
+
+use mcp_http::{CALL_TIMEOUT, ERA, HttpConn, HttpTarget, TEXT, WORDS, arguments, percentile, us};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -81,25 +84,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 /// The concurrencies measured.
 const CONCURRENCY: [usize; 3] = [1, 8, 64];
-/// The text counted: nine words.
-const TEXT: &str = "the quick brown fox jumps over the lazy dog";
-const WORDS: u64 = 9;
 /// The persona the calls are made as.
 const PERSONA: &str = "bench";
-/// The protocol era both clients speak.
-const ERA: &str = "2026-07-28";
 
 /// The targets (issue #6).
 const TARGET_STDIO_P50_US: f64 = 60.0;
@@ -116,8 +111,6 @@ const BARE_ARG: &str = "--skillhost-bench-bare-http";
 /// How long a start or a stop may take.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one call may take before the bench gives up.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How much to measure.
 struct Plan {
@@ -602,12 +595,6 @@ impl Way {
     }
 }
 
-fn arguments() -> Map<String, Value> {
-    let mut args = Map::new();
-    args.insert("text".into(), Value::String(TEXT.into()));
-    args
-}
-
 async fn call_stdio(service: &RunningService<RoleClient, ()>, tool: &str) -> anyhow::Result<()> {
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments());
     let result = tokio::time::timeout(CALL_TIMEOUT, service.peer().call_tool(params))
@@ -624,135 +611,6 @@ async fn call_stdio(service: &RunningService<RoleClient, ()>, tool: &str) -> any
         serde_json::to_string(&result).unwrap_or_default()
     );
     Ok(())
-}
-
-/// Where and how to POST.
-struct HttpTarget {
-    /// `HOST:PORT`.
-    addr: String,
-    authorization: Option<String>,
-    tool: &'static str,
-}
-
-/// One keep-alive HTTP/1.1 connection.
-struct HttpConn {
-    sender: SendRequest<Full<Bytes>>,
-    next_id: u64,
-}
-
-impl HttpConn {
-    /// Connects and sends `server/discover`, as a client of this era does
-    /// before its first call.
-    async fn open(target: &HttpTarget) -> anyhow::Result<HttpConn> {
-        let stream = tokio::net::TcpStream::connect(&target.addr).await?;
-        stream.set_nodelay(true)?;
-        let (sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let mut conn = HttpConn { sender, next_id: 1 };
-        let discovered = conn
-            .post(target, "server/discover", None, json!({"_meta": meta()}))
-            .await?;
-        anyhow::ensure!(
-            discovered.get("result").is_some(),
-            "server/discover at {}: {discovered}",
-            target.addr
-        );
-        Ok(conn)
-    }
-
-    async fn call(&mut self, target: &HttpTarget) -> anyhow::Result<()> {
-        let params = json!({
-            "name": target.tool,
-            "arguments": arguments(),
-            "_meta": meta(),
-        });
-        let answer = self
-            .post(target, "tools/call", Some(target.tool), params)
-            .await?;
-        let result = &answer["result"];
-        anyhow::ensure!(
-            result["structuredContent"]["words"].as_u64() == Some(WORDS)
-                && result["isError"] != true,
-            "unexpected answer: {answer}"
-        );
-        Ok(())
-    }
-
-    /// POSTs one JSON-RPC request; its answer (from a JSON body, or the
-    /// SSE event carrying it).
-    async fn post(
-        &mut self,
-        target: &HttpTarget,
-        method: &str,
-        name: Option<&str>,
-        params: Value,
-    ) -> anyhow::Result<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut req = hyper::Request::post("/mcp")
-            .header("host", &target.addr)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", ERA)
-            .header("mcp-method", method);
-        if let Some(name) = name {
-            req = req.header("mcp-name", name);
-        }
-        if let Some(auth) = &target.authorization {
-            req = req.header("authorization", auth);
-        }
-        let req = req.body(Full::new(Bytes::from(serde_json::to_vec(&body)?)))?;
-        let exchange = async {
-            self.sender.ready().await?;
-            let resp = self.sender.send_request(req).await?;
-            let status = resp.status();
-            let bytes = resp.into_body().collect().await?.to_bytes();
-            anyhow::Ok((status, bytes))
-        };
-        let (status, bytes) = tokio::time::timeout(CALL_TIMEOUT, exchange)
-            .await
-            .map_err(|_| anyhow::anyhow!("a request took over {CALL_TIMEOUT:?}"))??;
-        anyhow::ensure!(
-            status.is_success(),
-            "{method}: HTTP {status}: {}",
-            String::from_utf8_lossy(&bytes)
-        );
-        answer_of(&bytes, id).ok_or_else(|| {
-            anyhow::anyhow!(
-                "{method}: no answer to id {id} in {}",
-                String::from_utf8_lossy(&bytes)
-            )
-        })
-    }
-}
-
-/// The per-request `_meta` of the 2026-07-28 era.
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": ERA,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "skillhost-bench", "version": "1"},
-    })
-}
-
-/// The JSON-RPC answer with `id` in a body that is either one JSON
-/// message or an SSE stream of them.
-fn answer_of(body: &[u8], id: u64) -> Option<Value> {
-    let is_answer = |v: &Value| {
-        v["id"].as_u64() == Some(id) && (v.get("result").is_some() || v.get("error").is_some())
-    };
-    if let Ok(v) = serde_json::from_slice::<Value>(body) {
-        return is_answer(&v).then_some(v);
-    }
-    let text = std::str::from_utf8(body).ok()?;
-    text.split('\n')
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .find(is_answer)
 }
 
 /// What one way gave at one concurrency.
@@ -941,21 +799,6 @@ fn bare_server() -> anyhow::Result<()> {
         axum::serve(listener, app).await?;
         anyhow::Ok(())
     })
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-/// The `p`th percentile (nearest rank) of `samples`; zero when empty.
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    if samples.is_empty() {
-        return Duration::ZERO;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable();
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 fn repo_root() -> PathBuf {

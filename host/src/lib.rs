@@ -137,6 +137,7 @@ pub use state::runs::{Approval, HostEvent, Outcome, RunFilter, RunPage, RunRecor
 pub use state::secrets::SecretInfo;
 pub use state::skills::{InstalledRecord, TrustedKey};
 pub use state::tokens::TokenInfo;
+pub use state::transfer::{MigrationReport, migrate_to as migrate_state};
 
 // MCP upstream: the host's side of configured MCP servers.
 pub use upstream::pins::{StorePins, mcp_manager_options};

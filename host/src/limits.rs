@@ -234,6 +234,20 @@ pub const DB_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// is stuck, and the caller gets an error instead of waiting forever.
 pub const DB_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a replica's change feed (its `LISTEN` connection to
+/// PostgreSQL) waits before connecting again after losing the server.
+/// While it is away the replica asks the database on every check instead,
+/// so this only bounds how soon it goes back to asking less.
+pub const DB_FEED_RETRY: Duration = Duration::from_millis(500);
+
+/// How long a replica's lease on an approved call it runs lasts; it renews
+/// it every third of this while the call runs. A replica that dies
+/// (kill -9, a lost machine) stops renewing, and another replica marks the
+/// run `interrupted` once the lease has expired: this bounds how long such
+/// a run shows `running`, while a replica that is merely slow (a stalled
+/// disk, a busy CPU) has two renewals' worth of slack.
+pub const RUN_LEASE: Duration = Duration::from_secs(6);
+
 /// Most questions one `host.ask` puts at once: 8 (a form, a completion
 /// and the roots, with room to spare; a client shows them one by one).
 pub const MAX_ASK_REQUESTS: usize = 8;

@@ -2,6 +2,7 @@
 //! real binary on a temp data dir, a plain HTTP client, real signed
 //! bundles, real MCP servers (the official Python SDK peer).
 
+#[macro_use]
 mod common;
 use common::{python, repo, skillhost, stderr, stdout};
 
@@ -327,6 +328,7 @@ fn operations(doc: &Value) -> BTreeSet<String> {
     out
 }
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_is_documented_and_needs_the_admin_token() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -419,8 +421,9 @@ async fn every_route_is_documented_and_needs_the_admin_token() {
         .await
         .expect("answered");
     assert_eq!(resp.status().as_u16(), 200);
-}
+}}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_grants_answer_503_until_the_manager_is_ready_then_follow_the_seed() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -545,8 +548,9 @@ async fn mcp_grants_answer_503_until_the_manager_is_ready_then_follow_the_seed()
         .await;
     assert_eq!(status, 400, "{body}");
     assert!(error_of(&body).contains("servers"), "{body}");
-}
+}}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bundles_install_by_upload_then_enable_disable_trust_uninstall() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -688,8 +692,9 @@ async fn bundles_install_by_upload_then_enable_disable_trust_uninstall() {
         .map(|d| d.collect())
         .unwrap_or_default();
     assert!(staging.is_empty(), "staging leftovers: {staging:?}");
-}
+}}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_over_the_limit_are_refused_with_the_limit_named() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -775,8 +780,9 @@ async fn uploads_over_the_limit_are_refused_with_the_limit_named() {
     assert_eq!(status, 200, "{body}");
     let (status, body) = api.delete(&format!("/api/refs/{ref_id}")).await;
     assert_eq!(status, 404, "{body}");
-}
+}}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn personas_runs_and_an_approval_through_the_api() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -977,8 +983,9 @@ async fn personas_runs_and_an_approval_through_the_api() {
     assert_eq!(status, 200, "{events}");
     let kinds: Vec<String> = names(&events, "kind");
     assert!(kinds.iter().any(|k| k == "approval"), "{kinds:?}");
-}
+}}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_servers_are_managed_without_showing_secrets() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -1126,8 +1133,9 @@ async fn mcp_servers_are_managed_without_showing_secrets() {
     assert_eq!(status, 404, "{body}");
     let (status, body) = api.delete("/api/mcp-servers/notes").await;
     assert_eq!(status, 404, "{body}");
-}
+}}
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_grant_requests_all_succeed_and_agree() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -1193,7 +1201,7 @@ async fn concurrent_grant_requests_all_succeed_and_agree() {
     let even: BTreeSet<String> = personas.iter().step_by(2).cloned().collect();
     assert_eq!(listed(0), even);
     assert_eq!(listed(1), personas.iter().cloned().collect());
-}
+}}
 
 /// A bundle of conformance-fixtures (not a built-in) at `version` asking
 /// for `permissions` (YAML under `permissions:`).
@@ -1215,6 +1223,7 @@ fn bundle_asking(work: &Path, key: &SecretKey, version: &str, permissions: &str)
     pack_dir(&dir, Some(key)).expect("pack").0
 }
 
+on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permissions_are_approved_by_digest_and_secrets_go_in_but_never_out() {
     const SECRET: &str = "api-secret-5e8d2c71f0";
@@ -1373,4 +1382,4 @@ async fn permissions_are_approved_by_digest_and_secrets_go_in_but_never_out() {
     for k in ["permissions_approved", "secret_set", "secret_removed"] {
         assert!(kinds.contains(&k), "{k} not in {kinds:?}");
     }
-}
+}}

@@ -3,6 +3,7 @@
 //! (tests/peers/confirm_client.py) in both protocol eras, and the Python
 //! SDK server (tests/peers/py_server.py) as the downstream MCP server.
 
+#[macro_use]
 mod common;
 use common::{local_skills_data, python, repo, run_python_client, skillhost, stderr, stdout};
 
@@ -137,20 +138,23 @@ fn check(data: &Path, mode: &str) {
     );
 }
 
+on_each_database! {
 #[test]
 fn modern_client_confirms_through_input_required() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = data_dir(work.path());
     check(&data, "auto");
-}
+}}
 
+on_each_database! {
 #[test]
 fn legacy_client_confirms_through_elicitation_requests() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = data_dir(work.path());
     check(&data, "legacy");
-}
+}}
 
+on_each_database! {
 /// With `--no-elicitation` the user is never asked: the call waits for an
 /// operator.
 #[test]
@@ -158,17 +162,19 @@ fn no_elicitation_leaves_it_to_the_operator() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = data_dir(work.path());
     let script = r##"
-import json, sys
+import json, os, sys
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp import types
+from mcp.client.stdio import get_default_environment
 
 async def main():
     asked = []
     async def on_elicit(context, params):
         asked.append(1)
         return types.ElicitResult(action="accept", content={"approve": True})
-    params = StdioServerParameters(command=sys.argv[1], args=["--data-dir", sys.argv[2], "serve", "--stdio", "--persona", "support", "--no-elicitation"])
+    env = {**get_default_environment(), **{k: v for k, v in os.environ.items() if k == "SKILLHOST_DATABASE"}}
+    params = StdioServerParameters(command=sys.argv[1], args=["--data-dir", sys.argv[2], "serve", "--stdio", "--persona", "support", "--no-elicitation"], env=env)
     with anyio.fail_after(60):
         async with Client(params, mode=sys.argv[3], elicitation_callback=on_elicit) as client:
             r = await client.call_tool("text.regex_replace", {"text": "a1", "pattern": "[0-9]", "replacement": "#"})
@@ -177,14 +183,14 @@ async def main():
 anyio.run(main)
 "##;
     for mode in ["auto", "legacy"] {
-        let o = Command::new(python())
-            .arg("-c")
+        let mut cmd = Command::new(python());
+        cmd.arg("-c")
             .arg(script)
             .arg(env!("CARGO_BIN_EXE_skillhost"))
             .arg(&data)
-            .arg(mode)
-            .output()
-            .expect("run python");
+            .arg(mode);
+        common::with_database(&mut cmd, &data);
+        let o = cmd.output().expect("run python");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let v: Value = serde_json::from_str(
             String::from_utf8_lossy(&o.stdout)
@@ -199,4 +205,4 @@ anyio.run(main)
             "{mode}: {v}"
         );
     }
-}
+}}

@@ -2,6 +2,7 @@
 //! the official MCP Python SDK client over streamable HTTP
 //! (tests/peers/http_client.py), and graceful shutdown on SIGTERM.
 
+#[macro_use]
 mod common;
 use common::{HttpServer, local_skills_data, python, repo, skillhost, start_http, stderr, stdout};
 
@@ -92,6 +93,7 @@ fn ok(data: &Path, args: &[&str]) -> String {
     stdout(&o)
 }
 
+on_each_database! {
 #[test]
 fn http_front_end_to_end() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -193,7 +195,7 @@ fn http_front_end_to_end() {
     // SIGTERM: exit 0 within the grace period.
     let (status, _) = sigterm(&mut server, 15);
     assert!(status.success(), "{status:?}");
-}
+}}
 
 #[test]
 fn a_remote_bind_needs_allow_remote() {
@@ -326,6 +328,7 @@ fn session_data(work: &Path) -> (std::path::PathBuf, String) {
     (data, token)
 }
 
+on_each_database! {
 /// The Python SDK client over HTTP in both eras: a WASM tool, a proxied
 /// MCP tool, a prompt, a confirmation, a cancelled long call.
 #[test]
@@ -425,7 +428,7 @@ fn python_sdk_client_over_http_meets_every_kind_of_call() {
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(server);
-}
+}}
 
 /// A 2026-07-28 client's `subscriptions/listen` stream (a POST that stays
 /// open) is not a call in flight: SIGTERM ends it and the server exits
@@ -485,6 +488,7 @@ fn sigterm_does_not_wait_for_listen_streams() {
     );
 }
 
+on_each_database! {
 /// Tokens are looked up in memory while serving; a token revoked, or a
 /// persona removed, by another process is refused from the next request,
 /// and a token made by another process works from the next request.
@@ -533,4 +537,4 @@ fn token_changes_made_by_another_process_apply_to_the_next_request() {
         "a removed persona's token still works"
     );
     assert!(![0, 401, 403].contains(&status(&second)));
-}
+}}

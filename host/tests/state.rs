@@ -716,7 +716,7 @@ fn kill_9_during_calls_and_approvals_keeps_runs_coherent() {
                 // that run interrupted, so none is left `running`.
                 match run["outcome"].as_str() {
                     Some("ok") => {}
-                    Some("error") => {
+                    Some("interrupted") => {
                         stuck += 1;
                         assert!(
                             run["error"]

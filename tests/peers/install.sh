@@ -10,8 +10,9 @@
 # and, from Debian's packages, the browser the console's tests drive and
 # the database server the shared-state tests run against:
 #   chromium, chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver),
-#   postgresql          installed with apt-get when missing (as root, or
-#                       through sudo)
+#   postgresql, haproxy (the load balancer in front of the replicas test's
+#                       servers), installed with apt-get when missing (as
+#                       root, or through sudo)
 # then starts the tests' PostgreSQL cluster (tests/peers/postgres.sh: a
 # non-root server on a private loopback port, its URL in
 # target/peers/postgres.url), on every run: a new machine or session has
@@ -46,6 +47,7 @@ command -v npm >/dev/null || die "npm not found: Node.js with npm is needed to i
 missing=()
 [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] || missing+=(chromium chromium-driver)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+[[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
 if ((${#missing[@]})); then
     if command -v apt-get >/dev/null; then
         sudo=()

@@ -9,10 +9,12 @@ test (host/tests/serve.rs) asserts on it. Every wait is bounded.
 """
 
 import json
+import os
 import sys
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 
 import raw_request
 
@@ -25,6 +27,11 @@ async def main():
     params = StdioServerParameters(
         command=skillhost,
         args=["--data-dir", data, "serve", "--stdio", "--persona", persona],
+        # The database the test runs the host on (the PostgreSQL variant of the
+        # test matrix sets it); the SDK passes only a few variables on by default.
+        env={**get_default_environment(), **{
+            k: v for k, v in os.environ.items() if k == "SKILLHOST_DATABASE"
+        }},
     )
     with anyio.fail_after(60):
         async with Client(params, mode=mode) as client:

@@ -10,12 +10,14 @@ Rust test (host/tests/serve.rs) asserts on it. Every wait is bounded.
 import base64
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 
 import raw_request
 from raw_request import failure
@@ -48,6 +50,11 @@ async def main():
     params = StdioServerParameters(
         command=skillhost,
         args=["--data-dir", data, "serve", "--stdio", "--persona", persona],
+        # The database the test runs the host on (the PostgreSQL variant of the
+        # test matrix sets it); the SDK passes only a few variables on by default.
+        env={**get_default_environment(), **{
+            k: v for k, v in os.environ.items() if k == "SKILLHOST_DATABASE"
+        }},
     )
     async with Client(params, mode=mode, message_handler=on_message) as client:
         tools = await client.list_tools()

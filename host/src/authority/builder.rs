@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use skillhost_mcp::McpManager;
 
-use super::{Host, HostInner, Seen};
+use super::{Host, HostInner, Seen, lock};
 use crate::error::StateError;
 use crate::limits::LimitsPolicy;
 use crate::sandbox::{Sandbox, SandboxBuilder};
@@ -169,6 +169,13 @@ impl HostBuilder {
             .or(settings.approval_ttl_secs.map(Duration::from_secs))
             .unwrap_or(DEFAULT_APPROVAL_TTL);
         let (events, _) = tokio::sync::broadcast::channel(1024);
+        let feed = match &data.database {
+            crate::state::data_dir::Database::Postgres(url) => Some(
+                crate::state::db::ChangeFeed::start(url.expose())
+                    .map_err(|e| anyhow::anyhow!("{url}: {e}"))?,
+            ),
+            crate::state::data_dir::Database::Sqlite => None,
+        };
         let inner = Arc::new(HostInner {
             root: data.root.clone(),
             data,
@@ -195,9 +202,29 @@ impl HostBuilder {
             metrics: crate::authority::metrics::Metrics::new(),
             changes: tokio::sync::watch::Sender::new(0),
             watching: Mutex::new(false),
+            feed,
         });
         let host = Host { inner };
         host.inner.expire_pending();
+        // On a database replicas share, every replica looks for runs whose
+        // runner died (an expired lease) twice per lease.
+        if host.inner.data.database.is_shared() {
+            let weak = Arc::downgrade(&host.inner);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(crate::limits::RUN_LEASE / 2).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    let swept = lock(&inner.store).interrupt_orphaned_runs();
+                    match swept {
+                        Ok(ids) if !ids.is_empty() => {
+                            tracing::warn!(runs = ?ids, "approved runs interrupted: their replica stopped")
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!("cannot look for interrupted runs: {e}"),
+                    }
+                }
+            });
+        }
         if self.connect_mcp {
             let config = host.inner.mcp_config()?;
             host.inner.mcp.connect_all(&config).await;

@@ -35,7 +35,20 @@ impl Host {
             tokio::spawn(async move {
                 let mut last = weak.upgrade().and_then(|h| h.last_read());
                 loop {
-                    tokio::time::sleep(LIST_CHANGED_POLL).await;
+                    // A notification of the change feed (on a database
+                    // replicas share) looks at once; else every poll.
+                    {
+                        let Some(inner) = weak.upgrade() else { return };
+                        match &inner.feed {
+                            Some(feed) => {
+                                tokio::select! {
+                                    () = tokio::time::sleep(LIST_CHANGED_POLL) => {}
+                                    () = feed.changed() => {}
+                                }
+                            }
+                            None => tokio::time::sleep(LIST_CHANGED_POLL).await,
+                        }
+                    }
                     let Some(inner) = weak.upgrade() else { return };
                     if inner.changes.receiver_count() == 0 {
                         let mut watching = lock(&inner.watching);

@@ -101,8 +101,8 @@ impl RefReader for CallRefs {
         let Some(host) = self.host.upgrade() else {
             return Err(ToolError::Failed("the host is shutting down".into()));
         };
-        host.refs
-            .read_at(reference, offset, len)
+        host.fetch_ref(reference)
+            .and_then(|()| host.refs.read_at(reference, offset, len))
             .map_err(|e| ToolError::Failed(format!("{e:#}")))
     }
 }

@@ -154,6 +154,9 @@ impl CallOutcome {
             Outcome::InputRequired => CallOutcome::InputRequired,
             // Not an end: a finished call never has it.
             Outcome::Running => CallOutcome::Error,
+            // Set by another host after this one's call stopped: never
+            // counted by the host that ran it.
+            Outcome::Interrupted => CallOutcome::Error,
         }
     }
 

@@ -104,6 +104,9 @@ pub(crate) struct HostInner {
     /// The signer of the answers a client carries between the rounds of a
     /// call (`requestState`), made from the database's key at first use.
     request_states: std::sync::OnceLock<rmcp::model::RequestStateCodec>,
+    /// On a database replicas share: its change feed, which tells this
+    /// host when to ask the database whether the state changed.
+    feed: Option<crate::state::db::ChangeFeed>,
 }
 
 /// The host. Cheap to clone; every clone is the same host.
@@ -161,7 +164,11 @@ impl HostInner {
     /// call (in this process or another).
     fn registry(&self) -> anyhow::Result<Arc<Registry>> {
         // Asked within REGISTRY_RECHECK, with no change in this process
-        // since: the snapshot stands, and the database is not asked.
+        // since: the snapshot stands, and the database is not asked. (On
+        // PostgreSQL as on SQLite: a change another replica committed
+        // applies to this one's next call, which a notification of the
+        // change feed, arriving a moment after the commit, could not
+        // promise; the feed wakes the change watcher instead.)
         {
             let seen = lock(&self.seen);
             if seen.data_version != -1
@@ -208,6 +215,10 @@ impl HostInner {
         let source_problems;
         let (skills, personas, skill_grants, defs) = {
             let store = lock(&self.store);
+            // Installs another replica made, unpacked here first.
+            if self.data.database.is_shared() {
+                crate::bundle::install::materialize(&self.data, &store)?;
+            }
             let (entries, problems) = crate::registry::catalog::effective(&self.data, &store)?;
             for p in &problems {
                 tracing::warn!("{p}");

@@ -16,6 +16,35 @@ use crate::state::refs::{RefBlobs, RefInfo};
 use crate::state::runs::{Approval, HostEvent, Outcome, RunFilter, RunPage, RunRecord, now_ms};
 
 impl HostInner {
+    /// On a database replicas share: makes ref `id` readable here, fetching
+    /// its bytes from the database (checked against the recorded sha256)
+    /// when another replica stored it. A no-op when it is here already, and
+    /// on SQLite.
+    pub(crate) fn fetch_ref(&self, id: &str) -> anyhow::Result<()> {
+        if self.refs.has(id) || !self.data.database.is_shared() {
+            return Ok(());
+        }
+        let (record, bytes) = {
+            let store = lock(&self.store);
+            let Some(record) = store.ref_record(id)? else {
+                anyhow::bail!("unknown ref id {id:?}: it may have expired, store the file again");
+            };
+            let bytes = store.blob(&record.sha256)?;
+            (record, bytes)
+        };
+        let Some(bytes) = bytes else {
+            anyhow::bail!("ref {id:?} is recorded but its bytes are not in the database");
+        };
+        {
+            use sha2::Digest as _;
+            anyhow::ensure!(
+                hex::encode(sha2::Sha256::digest(&bytes)) == record.sha256,
+                "ref {id:?}: the stored bytes do not match its sha256"
+            );
+        }
+        self.refs.restore(id, &bytes)
+    }
+
     /// Marks every pending run past its expiry as expired (at build and
     /// before runs are listed, so no expired run is shown as waiting).
     pub(crate) fn expire_pending(&self) {
@@ -214,7 +243,25 @@ impl Host {
             .args
             .clone()
             .unwrap_or(Value::Object(Default::default()));
-        Ok(self
+        // On a database replicas share, this replica holds a lease on the
+        // run while it executes: one that dies mid-call stops renewing it,
+        // and another marks the run interrupted (`Store::renew_lease`).
+        let renewing = self.inner.data.database.is_shared().then(|| {
+            let inner = std::sync::Arc::downgrade(&self.inner);
+            let run_id = before.run_id.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(crate::limits::RUN_LEASE / 3).await;
+                    let Some(inner) = inner.upgrade() else { return };
+                    match lock(&inner.store).renew_lease(&run_id) {
+                        Ok(true) => {}
+                        Ok(false) => return,
+                        Err(e) => tracing::warn!("cannot renew the lease on {run_id}: {e}"),
+                    }
+                }
+            })
+        });
+        let report = self
             .inner
             .call(
                 &caller,
@@ -224,7 +271,11 @@ impl Host {
                 None,
                 Some((before.run_id, before.created_at_ms)),
             )
-            .await)
+            .await;
+        if let Some(task) = renewing {
+            task.abort();
+        }
+        Ok(report)
     }
 
     /// Denies a run waiting for approval.
@@ -586,6 +637,7 @@ impl Host {
         let cutoff =
             now_ms().saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
         let forgotten = lock(&self.inner.store).forget_before(cutoff)?;
+        lock(&self.inner.store).forget_unnamed_blobs()?;
         for id in &forgotten.refs {
             if let Err(e) = self.inner.refs.remove(id) {
                 tracing::warn!("cannot remove ref blob {id}: {e:#}");
@@ -746,7 +798,18 @@ impl Host {
             label,
             created_at: now_ms() / 1000,
         };
-        if let Err(e) = lock(&self.inner.store).add_ref_record(&info) {
+        // On a database replicas share, the bytes go there too: a call
+        // through another replica reads them from it.
+        let shared = if self.inner.data.database.is_shared() {
+            self.inner
+                .refs
+                .read_all(&info.ref_id)
+                .and_then(|bytes| Ok(lock(&self.inner.store).put_blob(&info.sha256, &bytes)?))
+        } else {
+            Ok(())
+        };
+        let recorded = shared.and_then(|()| Ok(lock(&self.inner.store).add_ref_record(&info)?));
+        if let Err(e) = recorded {
             let _ = self.inner.refs.remove(&info.ref_id);
             return Err(StateError::from(e).into());
         }
@@ -777,6 +840,7 @@ impl Host {
                 "there is no ref {ref_id:?} (`skillhost refs list` shows them)"
             )));
         }
+        lock(&self.inner.store).forget_unnamed_blobs()?;
         Ok(self.inner.refs.remove(ref_id)?)
     }
 }
@@ -986,7 +1050,9 @@ impl Tally {
             let m = &mut self.per_minute[minutes - 1 - ago];
             match outcome {
                 Outcome::Ok => m.ok += 1,
-                Outcome::Error | Outcome::Timeout | Outcome::Trapped => m.failed += 1,
+                Outcome::Error | Outcome::Timeout | Outcome::Trapped | Outcome::Interrupted => {
+                    m.failed += 1
+                }
                 Outcome::Denied => m.denied += 1,
                 Outcome::WaitingApproval | Outcome::Running | Outcome::InputRequired => m.open += 1,
             }

@@ -143,7 +143,101 @@ pub(crate) fn verify(data: &DataDir, bytes: &[u8]) -> Result<OpenedBundle, Catal
     Ok(bundle)
 }
 
-/// Removes staging leftovers and reconciles folders with records.
+/// The file in an install's folder naming the bundle it was unpacked from
+/// (on a database replicas share).
+const BUNDLE_MARK: &str = ".skillhost/bundle.sha256";
+
+fn mark_bundle(data: &DataDir, folder: &str, sha256: &str) -> Result<(), CatalogError> {
+    let path = format!("{folder}/{BUNDLE_MARK}");
+    data.dir
+        .open_with(&path, &private_new_file())
+        .and_then(|mut f| {
+            f.write_all(sha256.as_bytes())?;
+            f.sync_all()
+        })
+        .map_err(|e| err(format!("cannot write `{BUNDLE_MARK}`: {e}")))
+}
+
+/// Whether this replica's folder of `r` holds the bundle the record names.
+fn holds_bundle(data: &DataDir, r: &InstalledRecord) -> bool {
+    let Some(want) = &r.bundle_sha256 else {
+        return data
+            .dir
+            .is_dir(format!("{SKILLS}/{}/{}", r.name, r.version));
+    };
+    data.dir
+        .read_to_string(format!("{SKILLS}/{}/{}/{BUNDLE_MARK}", r.name, r.version))
+        .is_ok_and(|got| got.trim() == want)
+}
+
+/// On a database replicas share: unpacks every install recorded there
+/// that this replica's data dir lacks (or holds from another bundle: a
+/// version uninstalled and installed again), from the bundle the database
+/// keeps, verified by its sha256 and by the digest of its signed
+/// statement. The check is a file read per install; the unpacking, under
+/// the install lock, happens once per install and replica. A record whose
+/// bundle cannot be had is reported and left (its skill does not load
+/// here) rather than forgotten: it is another replica's install.
+pub(crate) fn materialize(data: &DataDir, store: &Store) -> anyhow::Result<()> {
+    let records = store.installed()?;
+    if records.iter().all(|r| holds_bundle(data, r)) {
+        return Ok(());
+    }
+    let _lock = InstallLock::acquire(data)?;
+    for r in &records {
+        if holds_bundle(data, r) {
+            continue;
+        }
+        let label = format!("{}@{}", r.name, r.version);
+        let Some(sha256) = &r.bundle_sha256 else {
+            tracing::warn!("{label} is recorded without its bundle: it cannot be unpacked here");
+            continue;
+        };
+        let Some(bytes) = store.blob(sha256)? else {
+            tracing::warn!("{label}: its bundle {sha256} is missing from the database");
+            continue;
+        };
+        if hex::encode(Sha256::digest(&bytes)) != *sha256 {
+            tracing::warn!(
+                "{label}: the stored bundle does not match its sha256 {sha256}: not unpacked"
+            );
+            continue;
+        }
+        let bundle = match open_bundle(&bytes, trusted_key_lookup(store)?) {
+            Ok(b) if b.digest == r.digest => b,
+            Ok(_) => {
+                tracing::warn!("{label}: the stored bundle's statement is not the recorded one");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("{label}: the stored bundle does not open: {e}");
+                continue;
+            }
+        };
+        let staging = stage(data, &bundle)?;
+        let placed = mark_bundle(data, &staging, sha256).and_then(|()| {
+            ensure_real_dir(&data.dir, SKILLS, &r.name)?;
+            let target = format!("{SKILLS}/{}/{}", r.name, r.version);
+            if data.dir.symlink_metadata(&target).is_ok() {
+                data.dir
+                    .remove_dir_all(&target)
+                    .map_err(|e| err(format!("cannot replace {target}: {e}")))?;
+            }
+            data.dir
+                .rename(&staging, &data.dir, &target)
+                .map_err(|e| err(format!("cannot move {label} into place: {e}")))
+        });
+        if let Err(e) = placed {
+            let _ = data.dir.remove_dir_all(&staging);
+            tracing::warn!("{label}: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// Removes staging leftovers and reconciles folders with records (on a
+/// database replicas share, a record without a folder is unpacked from
+/// its bundle instead of forgotten: see [`materialize`]).
 pub(crate) fn recover(data: &DataDir, store: &mut Store) -> anyhow::Result<()> {
     let _lock = InstallLock::acquire(data)?;
     for e in data.dir.read_dir(STAGING)? {
@@ -176,6 +270,10 @@ pub(crate) fn recover(data: &DataDir, store: &mut Store) -> anyhow::Result<()> {
                 let _ = data.dir.remove_dir_all(format!("{SKILLS}/{name}/{v}"));
             }
         }
+    }
+    if data.database.is_shared() {
+        drop(_lock);
+        return materialize(data, store);
     }
     for r in &records {
         if !data
@@ -349,8 +447,16 @@ pub(crate) async fn install(
         }
     }
 
-    // Stage, then check the skill as it will run.
+    // Stage, then check the skill as it will run. The bundle goes into the
+    // database with the record (so `migrate --to` can carry it, and
+    // replicas sharing a database unpack it); on a shared database the
+    // folder says which bundle it holds.
+    let shared = data.database.is_shared();
+    let bundle_sha256 = hex::encode(Sha256::digest(bytes));
     let staging = stage(data, &bundle)?;
+    if shared {
+        mark_bundle(data, &staging, &bundle_sha256)?;
+    }
     let checked = async {
         let staging_path = data.root.join(&staging);
         let manifest =
@@ -387,8 +493,9 @@ pub(crate) async fn install(
             signer: new_signer.clone(),
             trusted,
             installed_at: 0,
+            bundle_sha256: Some(bundle_sha256.clone()),
         };
-        if let Err(e) = store.add_installed(&record) {
+        if let Err(e) = store.add_installed(&record, Some(bytes)) {
             let _ = data.dir.remove_dir_all(&target);
             return Err(state(format!("cannot record the install: {e}")));
         }

@@ -176,6 +176,19 @@ enum Command {
     /// Bearer tokens for `serve --http`, each acting as one persona.
     #[command(subcommand)]
     Tokens(tokens::TokensCommand),
+    /// Copy this data dir's state (its SQLite database, the bundles of its
+    /// installs, its ref files) into an empty PostgreSQL database, in one
+    /// transaction, then check every table's rows and every blob's sha256.
+    /// Point replicas at it afterwards with `"database": URL` in
+    /// settings.json (or SKILLHOST_DATABASE).
+    Migrate {
+        /// The PostgreSQL database: postgres://user:password@host:port/db.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Forget what is older than a given age: decided runs (never one that
     /// waits or runs), events, and ref blobs no remaining run names; then
     /// give the space back to the file system.
@@ -437,6 +450,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         Command::Refs(cmd) => runs::refs(&cli.data_dir, cmd).await,
         Command::Serve(args) => serve::serve(&cli.data_dir, args).await,
         Command::Tokens(cmd) => tokens::tokens(&cli.data_dir, cmd).await,
+        Command::Migrate { to, json } => migrate(&cli.data_dir, &to, json),
         Command::Why {
             persona,
             tool,
@@ -609,4 +623,30 @@ fn read_handoff(file: &Path) -> anyhow::Result<skillhost::StructuredHandoff> {
             file.display()
         )
     })
+}
+
+/// `skillhost migrate --to URL`.
+fn migrate(data_dir: &Path, url: &str, json: bool) -> anyhow::Result<()> {
+    let report = skillhost::migrate_state(data_dir, url)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    for (table, rows) in &report.tables {
+        println!("{table:<22} {rows:>9} rows");
+    }
+    println!(
+        "{} blobs copied and checked against their sha256 ({} of them refs)",
+        report.blobs, report.refs
+    );
+    for install in &report.installs_without_bundle {
+        println!(
+            "warning: {install} was installed before installs kept their bundle: other replicas \
+             cannot unpack it until it is installed again"
+        );
+    }
+    println!(
+        "done: point replicas at it with \"database\" in settings.json (or SKILLHOST_DATABASE)"
+    );
+    Ok(())
 }

@@ -34,9 +34,11 @@ pub(super) struct ServeArgs {
     /// cross the network unencrypted: put TLS in front).
     #[arg(long, requires = "http")]
     allow_remote: bool,
-    /// Another host name clients use to reach a remote bind (Host and
-    /// Origin checks; repeatable).
-    #[arg(long = "allowed-host", value_name = "NAME", requires = "allow_remote")]
+    /// Another address clients use to reach this server (Host and Origin
+    /// checks; repeatable): a name (accepted with this server's port or
+    /// none), or NAME:PORT exactly, e.g. the load balancer in front of
+    /// replicas.
+    #[arg(long = "allowed-host", value_name = "NAME[:PORT]", requires = "http")]
     allowed_hosts: Vec<String>,
     /// On SIGTERM/SIGINT, how long in-flight HTTP requests may finish, in
     /// seconds.

@@ -92,6 +92,14 @@ pub(crate) enum Database {
     Postgres(DatabaseUrl),
 }
 
+impl Database {
+    /// Whether other replicas may share this database (PostgreSQL): then
+    /// what one replica installs or stores reaches the others through it.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Database::Postgres(_))
+    }
+}
+
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -235,6 +235,20 @@ const SQLITE: &[&str] = &[
     // both reads the tool's runs newest first and skips the others).
     "DROP INDEX runs_by_tool;
      CREATE INDEX runs_by_tool ON runs (tool, created_at_ms);",
+    // 15: what replicas sharing a database need (PostgreSQL; on SQLite the
+    // columns stay empty): the bundle an install came from, content
+    // addressed in `blobs` (so another replica unpacks the same bytes),
+    // and the replica running an approved call with the time its lease on
+    // the run ends (a replica that died mid-call is found out by its lease).
+    "ALTER TABLE installed_skills ADD COLUMN bundle_sha256 TEXT;
+     CREATE TABLE blobs (
+        sha256 TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        bytes BLOB NOT NULL
+     );
+     ALTER TABLE runs ADD COLUMN runner TEXT;
+     ALTER TABLE runs ADD COLUMN lease_until_ms INTEGER;
+     CREATE INDEX runs_leased ON runs (lease_until_ms) WHERE outcome = 'running';",
 ];
 
 /// PostgreSQL's migrations: (version, statements), in order. The schema
@@ -242,9 +256,10 @@ const SQLITE: &[&str] = &[
 /// (`BIGINT` for every integer, `BYTEA` for bytes, identity columns) and
 /// its triggers (one function per counter; each change also notifies
 /// `skillhost_changes`, which serving replicas listen to).
-const POSTGRES: &[(i64, &str)] = &[(
-    14,
-    "CREATE TABLE installed_skills (
+const POSTGRES: &[(i64, &str)] = &[
+    (
+        14,
+        "CREATE TABLE installed_skills (
         name TEXT NOT NULL,
         version TEXT NOT NULL,
         digest TEXT NOT NULL,
@@ -424,7 +439,20 @@ const POSTGRES: &[(i64, &str)] = &[(
         FOR EACH ROW EXECUTE FUNCTION skillhost_state_changed();
      CREATE TRIGGER gen_tokens AFTER INSERT OR UPDATE OR DELETE ON api_tokens
         FOR EACH ROW EXECUTE FUNCTION skillhost_tokens_changed();",
-)];
+    ),
+    (
+        15,
+        "ALTER TABLE installed_skills ADD COLUMN bundle_sha256 TEXT;
+         CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            size BIGINT NOT NULL,
+            bytes BYTEA NOT NULL
+         );
+         ALTER TABLE runs ADD COLUMN runner TEXT;
+         ALTER TABLE runs ADD COLUMN lease_until_ms BIGINT;
+         CREATE INDEX runs_leased ON runs (lease_until_ms) WHERE outcome = 'running';",
+    ),
+];
 
 /// The schema version this binary writes.
 pub(crate) const SCHEMA_VERSION: i64 = SQLITE.len() as i64;

@@ -19,6 +19,7 @@ pub(crate) mod runs;
 pub(crate) mod secrets;
 pub(crate) mod skills;
 pub(crate) mod tokens;
+pub(crate) mod transfer;
 pub(crate) mod upstream;
 pub(crate) mod writer;
 
@@ -72,6 +73,12 @@ impl Store {
             "UPDATE generation SET value = value + 1 WHERE id = 1",
             params![],
         )?;
+        // The triggers notify the replicas' change feeds of every other
+        // change; this one has no trigger.
+        if self.db.dialect() == Dialect::Postgres {
+            self.db
+                .execute("SELECT pg_notify(?1, 'state')", params![db::FEED_CHANNEL])?;
+        }
         Ok(())
     }
 

@@ -49,7 +49,7 @@ pub(crate) const MAX_REF_BYTES: u64 = 64 << 20;
 pub(crate) const MAX_READ: u32 = 1 << 20;
 
 /// Name of the blob folder inside the data dir.
-const REFS_DIR: &str = "refs";
+pub(crate) const REFS_DIR: &str = "refs";
 
 /// Prefix of every ref id.
 const ID_PREFIX: &str = "ref_";
@@ -253,6 +253,50 @@ impl RefBlobs {
             .read_to_end(&mut out)
             .map_err(|e| anyhow!("cannot read ref {id:?}: {e}"))?;
         Ok(out)
+    }
+
+    /// The whole of blob `id` (at most [`MAX_REF_BYTES`]).
+    pub fn read_all(&self, id: &str) -> anyhow::Result<Vec<u8>> {
+        Self::check_id(id)?;
+        let file = self
+            .dir
+            .open(id)
+            .map_err(|e| anyhow!("cannot open ref {id:?}: {e}"))?;
+        let mut out = Vec::new();
+        file.take(MAX_REF_BYTES + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| anyhow!("cannot read ref {id:?}: {e}"))?;
+        anyhow::ensure!(
+            out.len() as u64 <= MAX_REF_BYTES,
+            "ref {id:?} is larger than the limit of {MAX_REF_BYTES} bytes"
+        );
+        Ok(out)
+    }
+
+    /// Whether blob `id` is stored here.
+    pub fn has(&self, id: &str) -> bool {
+        Self::valid_id(id) && self.dir.is_file(id)
+    }
+
+    /// Stores `bytes` as blob `id` (a ref another replica stored, fetched
+    /// from the shared database): written to a temp file, fsynced and
+    /// renamed into place, as [`RefBlobs::put`] does.
+    pub fn restore(&self, id: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        Self::check_id(id)?;
+        let temp = format!("{TEMP_PREFIX}{id}");
+        let _ = self.dir.remove_file(&temp);
+        let written = (|| -> anyhow::Result<()> {
+            let mut file = self.dir.open_with(&temp, &private_new_file())?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            self.dir.rename(&temp, &self.dir, id)?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = self.dir.remove_file(&temp);
+            bail!("cannot store ref {id:?} here: {e}");
+        }
+        self.sync_dir()
     }
 
     /// Removes blob `id`; a missing blob is not an error.

@@ -38,6 +38,12 @@ pub enum Outcome {
     /// answers by calling again (MCP `input_required`); this round ended
     /// there.
     InputRequired,
+    /// Approved and executing when the process running it stopped (a
+    /// crash, a kill -9, a replica that died): whether the tool ran, and
+    /// how far, is unknown. Set by the next host to look (on one machine,
+    /// when the process is gone; across replicas, when its lease on the
+    /// run expired).
+    Interrupted,
 }
 
 impl Outcome {
@@ -56,6 +62,7 @@ impl Outcome {
             Outcome::Running => "running",
             Outcome::Trapped => "trapped",
             Outcome::InputRequired => "input_required",
+            Outcome::Interrupted => "interrupted",
         }
     }
 
@@ -64,7 +71,7 @@ impl Outcome {
     /// ```
     /// assert!(skillhost::Outcome::ALL.contains(&skillhost::Outcome::Ok));
     /// ```
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Ok,
         Outcome::Error,
         Outcome::Timeout,
@@ -73,6 +80,7 @@ impl Outcome {
         Outcome::Running,
         Outcome::Trapped,
         Outcome::InputRequired,
+        Outcome::Interrupted,
     ];
 
     fn parse(s: &str) -> Outcome {
@@ -84,6 +92,7 @@ impl Outcome {
             "running" => Outcome::Running,
             "trapped" => Outcome::Trapped,
             "input_required" => Outcome::InputRequired,
+            "interrupted" => Outcome::Interrupted,
             _ => Outcome::Error,
         }
     }
@@ -548,10 +557,14 @@ impl Store {
             } else {
                 Outcome::Denied
             };
-            let runner = (decision == Approval::Approved).then(std::process::id);
+            let approved = decision == Approval::Approved;
+            let runner_pid = approved.then(std::process::id);
+            let runner = approved.then(runner_id);
+            let lease = approved.then(|| now_ms() + lease_ms());
             let taken = tx.execute(
                 "UPDATE runs SET approval = ?2, outcome = ?3, error = ?4, updated_at_ms = ?5,
-                 runner_pid = ?6, decided_by = ?7, resume_digest = NULL
+                 runner_pid = ?6, decided_by = ?7, resume_digest = NULL, runner = ?8,
+                 lease_until_ms = ?9
                  WHERE run_id = ?1 AND approval = 'pending'",
                 params![
                     run_id,
@@ -559,8 +572,10 @@ impl Store {
                     outcome.as_str(),
                     error,
                     now_ms(),
+                    runner_pid,
+                    decided_by,
                     runner,
-                    decided_by
+                    lease
                 ],
             )?;
             Ok((taken == 1).then_some(before))
@@ -603,16 +618,24 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Marks every approved run still `running` whose process is gone (a
-    /// crash or kill -9 while it ran) as `error`, saying so; returns their
-    /// ids. Runs of live processes (another host running them now) are
-    /// left alone.
+    /// Marks every approved run still `running` whose runner is gone as
+    /// [`Outcome::Interrupted`], saying so; returns their ids. On SQLite
+    /// (one machine) the runner is a process, gone when no process has its
+    /// id; on a database replicas share, it is a replica, gone when it
+    /// stopped renewing its lease on the run ([`Store::renew_lease`]).
+    /// Runs of live runners (another host running them now) are left
+    /// alone.
     pub(crate) fn interrupt_orphaned_runs(&self) -> db::Result<Vec<String>> {
-        // A process id names a process of this machine only: a database
-        // that replicas on other machines share never judges their runs by
-        // it.
         if self.db().dialect() == Dialect::Postgres {
-            return Ok(Vec::new());
+            return self.db().query_map(
+                &format!(
+                    "UPDATE runs SET outcome = 'interrupted', updated_at_ms = ?1, error = '{}'
+                     WHERE outcome = 'running' AND lease_until_ms < ?1 RETURNING run_id",
+                    INTERRUPTED_BY_LEASE
+                ),
+                params![now_ms()],
+                |r| r.get(0),
+            );
         }
         let running: Vec<(String, i64)> = self.db().query_map(
             "SELECT run_id, runner_pid FROM runs
@@ -626,11 +649,11 @@ impl Store {
                 continue;
             }
             let changed = self.db().execute(
-                "UPDATE runs SET outcome = 'error', updated_at_ms = ?2,
-                 error = 'interrupted: the process running the approved call stopped before it \
-                          finished; whether the tool ran is unknown, check its effects before \
-                          calling it again'
-                 WHERE run_id = ?1 AND outcome = 'running'",
+                &format!(
+                    "UPDATE runs SET outcome = 'interrupted', updated_at_ms = ?2, error = '{}'
+                     WHERE run_id = ?1 AND outcome = 'running'",
+                    INTERRUPTED_BY_EXIT
+                ),
                 params![run_id, now_ms()],
             )?;
             if changed > 0 {
@@ -638,6 +661,18 @@ impl Store {
             }
         }
         Ok(interrupted)
+    }
+
+    /// Extends this runner's lease on the approved run `run_id` while it
+    /// executes; false when the run is no longer this runner's to run
+    /// (finished, or taken over as interrupted).
+    pub(crate) fn renew_lease(&self, run_id: &str) -> db::Result<bool> {
+        let n = self.db().execute(
+            "UPDATE runs SET lease_until_ms = ?3
+             WHERE run_id = ?1 AND outcome = 'running' AND runner = ?2",
+            params![run_id, runner_id(), now_ms() + lease_ms()],
+        )?;
+        Ok(n == 1)
     }
 
     /// Recent events, newest first.
@@ -898,6 +933,32 @@ pub(super) fn put_event_on(tx: &db::Db, e: &HostEvent) -> db::Result<()> {
     Ok(())
 }
 
+/// Why a run was interrupted, on one machine.
+const INTERRUPTED_BY_EXIT: &str = "interrupted: the process running the approved call stopped \
+     before it finished; whether the tool ran is unknown, check its effects before calling it again";
+
+/// Why a run was interrupted, across replicas.
+const INTERRUPTED_BY_LEASE: &str = "interrupted: the replica running the approved call stopped \
+     renewing its lease before the call finished; whether the tool ran is unknown, check its \
+     effects before calling it again";
+
+/// This process as the runner of approved calls: its process id and a
+/// random part (process ids repeat across machines and restarts).
+pub(crate) fn runner_id() -> &'static str {
+    use std::sync::OnceLock;
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let mut rnd = [0u8; 8];
+        let _ = getrandom::fill(&mut rnd);
+        format!("{}-{}", std::process::id(), hex::encode(rnd))
+    })
+}
+
+/// How long a runner's lease on an approved run lasts, in milliseconds.
+fn lease_ms() -> i64 {
+    i64::try_from(crate::limits::RUN_LEASE.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// Whether a process with this id exists (it may belong to another user).
 fn process_alive(pid: i64) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
@@ -1089,7 +1150,7 @@ mod tests {
         let _ = live.wait();
         assert_eq!(interrupted, vec!["run_dead".to_string()]);
         let dead = store.run("run_dead").expect("read").expect("exists");
-        assert_eq!(dead.outcome, Outcome::Error);
+        assert_eq!(dead.outcome, Outcome::Interrupted);
         assert!(
             dead.error
                 .as_deref()

@@ -21,6 +21,12 @@ pub struct InstalledRecord {
     pub trusted: bool,
     /// Unix seconds.
     pub installed_at: i64,
+    /// sha256 of the bundle file it was installed from, kept in the
+    /// database's `blobs` (so replicas sharing a database each unpack the
+    /// same bytes, and a migration carries it); `None` for an install made
+    /// before installs kept their bundle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle_sha256: Option<String>,
 }
 
 /// A trusted publisher key.
@@ -37,6 +43,11 @@ pub struct TrustedKey {
     pub skills: Vec<String>,
 }
 
+/// Deletes the blobs no install and no ref names.
+const FORGET_UNNAMED_BLOBS: &str = "DELETE FROM blobs WHERE NOT EXISTS
+       (SELECT 1 FROM installed_skills WHERE bundle_sha256 = blobs.sha256)
+     AND NOT EXISTS (SELECT 1 FROM refs WHERE refs.sha256 = blobs.sha256)";
+
 fn parse_version(s: String) -> db::Result<semver::Version> {
     semver::Version::parse(&s)
         .map_err(|e| db::DbError::Value(format!("installed version {s:?} is not semver: {e}")))
@@ -46,7 +57,8 @@ impl Store {
     /// Every installed version, sorted by name then version.
     pub fn installed(&self) -> db::Result<Vec<InstalledRecord>> {
         let mut rows = self.db().query_map(
-            "SELECT name, version, digest, signer, trusted, installed_at FROM installed_skills",
+            "SELECT name, version, digest, signer, trusted, installed_at, bundle_sha256
+             FROM installed_skills",
             params![],
             |r| {
                 Ok(InstalledRecord {
@@ -56,6 +68,7 @@ impl Store {
                     signer: r.get(3)?,
                     trusted: r.get(4)?,
                     installed_at: r.get(5)?,
+                    bundle_sha256: r.get(6)?,
                 })
             },
         )?;
@@ -63,13 +76,30 @@ impl Store {
         Ok(rows)
     }
 
-    /// Records an install.
-    pub fn add_installed(&mut self, r: &InstalledRecord) -> db::Result<()> {
+    /// Records an install; with `bundle`, the bundle's bytes too (under
+    /// `r.bundle_sha256`, their sha256), in the same transaction.
+    pub fn add_installed(&mut self, r: &InstalledRecord, bundle: Option<&[u8]>) -> db::Result<()> {
         self.db().transaction(|tx| {
+            if let (Some(bytes), Some(sha256)) = (bundle, &r.bundle_sha256) {
+                tx.execute(
+                    "INSERT INTO blobs (sha256, size, bytes) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (sha256) DO NOTHING",
+                    params![sha256, bytes.len() as i64, bytes],
+                )?;
+            }
             tx.execute(
-                "INSERT INTO installed_skills (name, version, digest, signer, trusted, installed_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![r.name, r.version.to_string(), r.digest, r.signer, r.trusted, now()],
+                "INSERT INTO installed_skills
+                   (name, version, digest, signer, trusted, installed_at, bundle_sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    r.name,
+                    r.version.to_string(),
+                    r.digest,
+                    r.signer,
+                    r.trusted,
+                    now(),
+                    r.bundle_sha256
+                ],
             )?;
             tx.execute(
                 "INSERT INTO skill_settings (name, enabled) VALUES (?1, 1)
@@ -104,8 +134,33 @@ impl Store {
                     removed.push(parsed);
                 }
             }
+            tx.execute(FORGET_UNNAMED_BLOBS, params![])?;
             Ok(removed)
         })
+    }
+
+    /// Stores `bytes` under their sha256 `sha256` in `blobs` (once).
+    pub(crate) fn put_blob(&self, sha256: &str, bytes: &[u8]) -> db::Result<()> {
+        self.db().execute(
+            "INSERT INTO blobs (sha256, size, bytes) VALUES (?1, ?2, ?3)
+             ON CONFLICT (sha256) DO NOTHING",
+            params![sha256, bytes.len() as i64, bytes],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes the blobs no install and no ref names any more.
+    pub(crate) fn forget_unnamed_blobs(&self) -> db::Result<usize> {
+        self.db().execute(FORGET_UNNAMED_BLOBS, params![])
+    }
+
+    /// The bytes stored under `sha256` in `blobs`, if any.
+    pub(crate) fn blob(&self, sha256: &str) -> db::Result<Option<Vec<u8>>> {
+        self.db().query_opt(
+            "SELECT bytes FROM blobs WHERE sha256 = ?1",
+            params![sha256],
+            |r| r.get(0),
+        )
     }
 
     /// Marks every installed version of `name` trusted, and a local
@@ -241,9 +296,10 @@ mod tests {
                 signer: Some("k".into()),
                 trusted: false,
                 installed_at: 0,
+                bundle_sha256: None,
             };
-            s.add_installed(&r).unwrap();
-            assert!(s.add_installed(&r).is_err(), "same version twice");
+            s.add_installed(&r, None).unwrap();
+            assert!(s.add_installed(&r, None).is_err(), "same version twice");
             s.set_enabled("a", false).unwrap();
             s.add_trusted_key("k", "pub", "AAAA", &["a".into()])
                 .unwrap();

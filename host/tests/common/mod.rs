@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../tests/peers/database.rs"]
+pub mod database;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -32,7 +35,117 @@ pub fn raw_command(data: &Path, args: &[&str]) -> Command {
         .args(args)
         .env_remove("RUST_LOG")
         .env_remove("SKILLHOST_DATA");
+    with_database(&mut cmd, data);
     cmd
+}
+
+// --- the test matrix -------------------------------------------------------
+
+thread_local! {
+    /// The PostgreSQL database of the test running on this thread, in the
+    /// `postgres` variant of [`on_each_database!`].
+    static TEST_DATABASE: std::cell::RefCell<Option<std::sync::Arc<database::TestDatabase>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The database of each data dir a `postgres` variant used (a data dir's
+/// first command comes from the test's own thread; later ones, from any
+/// thread, find it here).
+static DATA_DIR_DATABASES: std::sync::Mutex<
+    Vec<(PathBuf, std::sync::Arc<database::TestDatabase>)>,
+> = std::sync::Mutex::new(Vec::new());
+
+/// Points `cmd` (a `skillhost` on `data`, or a client that starts one) at
+/// the test's PostgreSQL database, in a `postgres` variant.
+pub fn with_database(cmd: &mut Command, data: &Path) {
+    let mut known = DATA_DIR_DATABASES.lock().unwrap_or_else(|e| e.into_inner());
+    let db = match known.iter().find(|(d, _)| d == data) {
+        Some((_, db)) => Some(db.clone()),
+        None => TEST_DATABASE.with(|t| t.borrow().clone()).inspect(|db| {
+            known.push((data.to_path_buf(), db.clone()));
+        }),
+    };
+    match db {
+        Some(db) => cmd.env("SKILLHOST_DATABASE", &db.url),
+        None => cmd.env_remove("SKILLHOST_DATABASE"),
+    };
+}
+
+/// The `postgres` variant's database for the test `test` on this thread,
+/// until the guard is dropped; `None` (the variant skips, saying why)
+/// without a test server.
+pub fn use_postgres(test: &str) -> Option<PostgresGuard> {
+    let db = std::sync::Arc::new(database::fresh(test)?);
+    TEST_DATABASE.with(|t| *t.borrow_mut() = Some(db.clone()));
+    Some(PostgresGuard(db))
+}
+
+/// Ends a `postgres` variant: forgets its data dirs and drops its
+/// database.
+pub struct PostgresGuard(std::sync::Arc<database::TestDatabase>);
+
+impl Drop for PostgresGuard {
+    fn drop(&mut self) {
+        TEST_DATABASE.with(|t| *t.borrow_mut() = None);
+        let mut known = DATA_DIR_DATABASES.lock().unwrap_or_else(|e| e.into_inner());
+        let used = known
+            .iter()
+            .any(|(_, db)| std::sync::Arc::ptr_eq(db, &self.0));
+        known.retain(|(_, db)| !std::sync::Arc::ptr_eq(db, &self.0));
+        drop(known);
+        // A variant whose hosts all ran on SQLite would pass for nothing.
+        assert!(
+            used || std::thread::panicking(),
+            "the postgres variant started no skillhost on its database"
+        );
+    }
+}
+
+/// A test run on each database the host keeps its state in (the test
+/// matrix): `NAME::sqlite` on the data dir's SQLite file, `NAME::postgres`
+/// on a fresh PostgreSQL database that every `skillhost` the test starts
+/// (through [`command`], [`run_python_client`]) uses (skipped, saying why,
+/// without a test server).
+#[macro_export]
+macro_rules! on_each_database {
+    ($(#[$attr:meta])* fn $name:ident() $body:block) => {
+        mod $name {
+            use super::*;
+
+            fn body() $body
+
+            $(#[$attr])*
+            fn sqlite() {
+                body()
+            }
+
+            $(#[$attr])*
+            fn postgres() {
+                if let Some(_db) = common::use_postgres(stringify!($name)) {
+                    body()
+                }
+            }
+        }
+    };
+    ($(#[$attr:meta])* async fn $name:ident() $body:block) => {
+        mod $name {
+            use super::*;
+
+            async fn body() $body
+
+            $(#[$attr])*
+            async fn sqlite() {
+                body().await
+            }
+
+            $(#[$attr])*
+            async fn postgres() {
+                if let Some(_db) = common::use_postgres(stringify!($name)) {
+                    body().await
+                }
+            }
+        }
+    };
 }
 
 /// Runs `skillhost --data-dir DATA ARGS…` (see [`command`]) to the end.
@@ -179,14 +292,14 @@ pub fn run_python_client(
     persona: &str,
     mode: &str,
 ) -> serde_json::Value {
-    let o = Command::new(python())
-        .arg(repo().join("tests/peers").join(script))
+    let mut cmd = Command::new(python());
+    cmd.arg(repo().join("tests/peers").join(script))
         .arg(env!("CARGO_BIN_EXE_skillhost"))
         .arg(data)
         .arg(persona)
-        .arg(mode)
-        .output()
-        .expect("run the Python client");
+        .arg(mode);
+    with_database(&mut cmd, data);
+    let o = cmd.output().expect("run the Python client");
     assert!(
         o.status.success(),
         "client failed:\n{}\n{}",

@@ -5,6 +5,10 @@
 //! So `/mcp` and `/api` accept a request only when its `Host` is one of the
 //! names the server answers to, with its port, and its `Origin`, when
 //! present, is a loopback origin (or one of the allowed hosts) of that port.
+//! Behind a load balancer the operator names the address clients use
+//! (`--allowed-host NAME` or `NAME:PORT`): a bare name is accepted with
+//! this server's port or with none (a client of `https://NAME/` sends no
+//! port), a name with a port exactly so.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -27,6 +31,16 @@ pub struct OriginPolicy {
     port: u16,
     /// Lowercased host names, IPv6 addresses in brackets.
     hosts: Vec<String>,
+    /// Lowercased authorities accepted as they are: the operator's extra
+    /// names with a port, and without one.
+    exact: Vec<String>,
+}
+
+/// Whether `h` names a port (`name:port`, `[v6]:port`).
+fn has_port(h: &str) -> bool {
+    let tail = h.rsplit_once(']').map_or(h, |(_, t)| t);
+    tail.rsplit_once(':')
+        .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn host_form(ip: IpAddr) -> String {
@@ -49,20 +63,33 @@ impl OriginPolicy {
         if !bound.ip().is_unspecified() {
             hosts.push(host_form(bound.ip()));
         }
-        hosts.extend(extra.iter().map(|h| h.to_ascii_lowercase()));
+        let mut exact = Vec::new();
+        for h in extra.iter().map(|h| h.to_ascii_lowercase()) {
+            if has_port(&h) {
+                exact.push(h);
+            } else {
+                exact.push(h.clone());
+                hosts.push(h);
+            }
+        }
         hosts.sort();
         hosts.dedup();
+        exact.sort();
+        exact.dedup();
         OriginPolicy {
             port: bound.port(),
             hosts,
+            exact,
         }
     }
 
     fn authority_ok(&self, authority: &str) -> bool {
         let authority = authority.to_ascii_lowercase();
-        self.hosts
-            .iter()
-            .any(|h| authority == format!("{h}:{}", self.port))
+        self.exact.contains(&authority)
+            || self
+                .hosts
+                .iter()
+                .any(|h| authority == format!("{h}:{}", self.port))
     }
 
     /// Checks a request's `Host` and `Origin`; the error says which was
@@ -85,15 +112,22 @@ impl OriginPolicy {
             ));
         }
         if let Some(origin) = headers.get(ORIGIN) {
-            let ok = origin
-                .to_str()
-                .ok()
-                .and_then(|o| o.strip_prefix("http://"))
-                .is_some_and(|a| self.authority_ok(a));
+            // https:// only for an address the operator named (a TLS
+            // balancer in front); this server itself speaks http.
+            let ok = origin.to_str().ok().is_some_and(|o| {
+                if let Some(a) = o.strip_prefix("http://") {
+                    self.authority_ok(a)
+                } else if let Some(a) = o.strip_prefix("https://") {
+                    self.exact.contains(&a.to_ascii_lowercase())
+                } else {
+                    false
+                }
+            });
             if !ok {
                 return Err(format!(
                     "requests from a web page of another origin are refused: the Origin must \
-                     be http:// and one of {} (DNS rebinding defense)",
+                     be http:// and one of {} (or https:// and an --allowed-host) (DNS \
+                     rebinding defense)",
                     self.allowed().join(", ")
                 ));
             }
@@ -102,10 +136,13 @@ impl OriginPolicy {
     }
 
     fn allowed(&self) -> Vec<String> {
-        self.hosts
+        let mut all: Vec<String> = self
+            .hosts
             .iter()
             .map(|h| format!("{h}:{}", self.port))
-            .collect()
+            .collect();
+        all.extend(self.exact.iter().filter(|h| has_port(h)).cloned());
+        all
     }
 }
 
@@ -187,5 +224,51 @@ mod tests {
         );
         let any = OriginPolicy::new("0.0.0.0:80".parse().unwrap(), &[]);
         assert!(any.check(&headers(Some("0.0.0.0:80"), None)).is_err());
+    }
+
+    #[test]
+    fn a_balancer_address_is_accepted_as_named() {
+        let p = OriginPolicy::new(
+            "127.0.0.1:4000".parse().unwrap(),
+            &["MCP.example.com".into(), "127.0.0.1:8080".into()],
+        );
+        for host in [
+            "mcp.example.com",
+            "mcp.example.com:4000",
+            "127.0.0.1:8080",
+            "127.0.0.1:4000",
+        ] {
+            assert!(p.check(&headers(Some(host), None)).is_ok(), "{host}");
+        }
+        for host in [
+            "mcp.example.com:8080",
+            "127.0.0.1:8081",
+            "localhost:8080",
+            "evil.example",
+        ] {
+            assert!(p.check(&headers(Some(host), None)).is_err(), "{host}");
+        }
+        for origin in [
+            "https://mcp.example.com",
+            "http://127.0.0.1:8080",
+            "https://127.0.0.1:8080",
+        ] {
+            assert!(
+                p.check(&headers(Some("mcp.example.com"), Some(origin)))
+                    .is_ok(),
+                "{origin}"
+            );
+        }
+        for origin in [
+            "https://127.0.0.1:4000",
+            "https://evil.example",
+            "http://mcp.example.com.evil",
+        ] {
+            assert!(
+                p.check(&headers(Some("mcp.example.com"), Some(origin)))
+                    .is_err(),
+                "{origin}"
+            );
+        }
     }
 }

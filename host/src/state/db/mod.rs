@@ -13,12 +13,15 @@
 //! a PostgreSQL query is run by a small runtime of its own
 //! (`postgres.rs`) and the caller waits for its answer.
 
+mod feed;
 mod postgres;
 mod sqlite;
 
+pub(crate) use self::feed::{CHANNEL as FEED_CHANNEL, ChangeFeed};
+
 use std::fmt;
 
-pub(crate) use self::postgres::PgConn;
+pub(crate) use self::postgres::{Owned, PgConn};
 
 /// Which SQL a connection speaks, where the two differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +169,12 @@ impl<const N: usize> Param for [u8; N] {
     }
 }
 
+impl Param for Owned {
+    fn value(&self) -> ValueRef<'_> {
+        self.as_ref()
+    }
+}
+
 /// The parameters of a query, in order: `params![a, b]` binds `?1` to `a`
 /// and `?2` to `b`.
 macro_rules! params {
@@ -264,6 +273,12 @@ impl Row<'_> {
     /// Column `i` (from 0).
     pub fn get<T: FromValue>(&self, i: usize) -> Result<T> {
         T::from_value(self.value(i)?)
+    }
+
+    /// Column `i` as an owned value, whatever its kind (copying rows
+    /// between databases).
+    pub fn owned(&self, i: usize) -> Result<Owned> {
+        Ok(Owned::of(self.value(i)?))
     }
 
     /// Column `i` as text borrowed from the row (`""` for null).

@@ -24,15 +24,21 @@ use crate::limits::{DB_CONNECT_TIMEOUT, DB_QUERY_TIMEOUT};
 /// its way back.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Owned {
+    /// SQL NULL.
     Null,
+    /// An integer.
     Int(i64),
+    /// A floating-point number.
     Real(f64),
+    /// Text.
     Text(String),
+    /// Bytes.
     Blob(Vec<u8>),
 }
 
 impl Owned {
-    fn of(v: ValueRef<'_>) -> Owned {
+    /// The value, owned.
+    pub(crate) fn of(v: ValueRef<'_>) -> Owned {
         match v {
             ValueRef::Null => Owned::Null,
             ValueRef::Int(i) => Owned::Int(i),
@@ -87,7 +93,7 @@ impl ToSql for Owned {
 }
 
 /// The runtime that drives every PostgreSQL connection of the process.
-fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+pub(super) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
         OnceLock::new();
     RUNTIME

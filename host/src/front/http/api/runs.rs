@@ -39,6 +39,9 @@ pub(crate) enum OutcomeView {
     /// This round of the call stopped at a question its caller answers by
     /// calling again.
     InputRequired,
+    /// Approved and executing when the host running it stopped; whether
+    /// the tool ran is unknown.
+    Interrupted,
 }
 
 impl From<Outcome> for OutcomeView {
@@ -52,6 +55,7 @@ impl From<Outcome> for OutcomeView {
             Outcome::Running => OutcomeView::Running,
             Outcome::Trapped => OutcomeView::Trapped,
             Outcome::InputRequired => OutcomeView::InputRequired,
+            Outcome::Interrupted => OutcomeView::Interrupted,
         }
     }
 }
@@ -67,6 +71,7 @@ impl From<OutcomeView> for Outcome {
             OutcomeView::Running => Outcome::Running,
             OutcomeView::Trapped => Outcome::Trapped,
             OutcomeView::InputRequired => Outcome::InputRequired,
+            OutcomeView::Interrupted => Outcome::Interrupted,
         }
     }
 }

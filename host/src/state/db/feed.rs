@@ -1,0 +1,128 @@
+//! The change feed of a PostgreSQL database: one connection per host that
+//! listens on `skillhost_changes`, the channel every change to what is
+//! served notifies (the triggers of `migrations.rs`: grants, personas,
+//! skills, installs, pins, tools, approvals of permissions, secrets,
+//! tokens). It wakes the host's change watcher (`Host::changes`) the moment
+//! another replica commits, so connected MCP clients hear of new tools
+//! within the time a notification takes to arrive rather than at the
+//! watcher's next poll. (The call path does not wait for it: it asks the
+//! database at most every `REGISTRY_RECHECK`, as on SQLite, so a change is
+//! in force for the next call even before its notification arrives.)
+//!
+//! It reconnects on its own after losing the server, and each
+//! (re)connection counts as a change, so whatever was missed meanwhile is
+//! read again.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_util::sync::CancellationToken;
+
+use crate::limits::{DB_CONNECT_TIMEOUT, DB_FEED_RETRY};
+
+/// The channel the triggers notify.
+pub(crate) const CHANNEL: &str = "skillhost_changes";
+
+#[derive(Default)]
+struct Shared {
+    notify: Notify,
+}
+
+/// A running change feed; stops when dropped.
+pub(crate) struct ChangeFeed {
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+}
+
+impl ChangeFeed {
+    /// Starts listening to the database at `url` (on the database
+    /// runtime; it connects in the background and keeps reconnecting).
+    pub fn start(url: &str) -> Result<ChangeFeed, super::DbError> {
+        let mut config: tokio_postgres::Config =
+            url.parse().map_err(|e| super::DbError::Postgres {
+                code: None,
+                message: format!("the database URL is not valid: {e}"),
+            })?;
+        config.connect_timeout(DB_CONNECT_TIMEOUT);
+        config.application_name("skillhost-feed");
+        let shared = Arc::new(Shared::default());
+        let stop = CancellationToken::new();
+        let rt = super::postgres::runtime()?;
+        rt.spawn(listen(config, shared.clone(), stop.clone()));
+        Ok(ChangeFeed { shared, stop })
+    }
+
+    /// Waits for the next notification (or connection change).
+    pub async fn changed(&self) {
+        self.shared.notify.notified().await
+    }
+}
+
+impl Drop for ChangeFeed {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn bump(shared: &Shared) {
+    shared.notify.notify_waiters();
+}
+
+async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        match config.connect(NoTls).await {
+            Ok((client, mut connection)) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+                // Polling the connection both runs the client's requests
+                // and yields the notifications.
+                let driver = tokio::spawn(async move {
+                    while let Some(m) = poll_fn(|cx| connection.poll_message(cx)).await {
+                        match m {
+                            Ok(AsyncMessage::Notification(_)) => {
+                                if tx.send(()).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::debug!("the database change feed ended: {e}");
+                                return;
+                            }
+                        }
+                    }
+                });
+                match client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
+                    Ok(()) => {
+                        // Whatever changed while the feed was away.
+                        bump(&shared);
+                        loop {
+                            tokio::select! {
+                                got = rx.recv() => match got {
+                                    Some(()) => bump(&shared),
+                                    None => break,
+                                },
+                                () = stop.cancelled() => {
+                                    driver.abort();
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => tracing::debug!("cannot listen for database changes: {e}"),
+                }
+                bump(&shared);
+                driver.abort();
+            }
+            Err(e) => tracing::debug!("the database change feed cannot connect: {e}"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(DB_FEED_RETRY) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
