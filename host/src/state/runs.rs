@@ -7,7 +7,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::state::db::{self, Dialect, params};
+use crate::state::db::{self, Dialect, Owned, params};
 use serde::Serialize;
 
 use crate::state::{Store, now};
@@ -885,52 +885,79 @@ fn run_from_row(r: &db::Row<'_>) -> db::Result<RunRecord> {
     })
 }
 
-pub(super) fn put_run_on(tx: &db::Db, r: &RunRow) -> db::Result<()> {
-    tx.execute(
-        "INSERT INTO runs (run_id, parent_run_id, persona, tool, server, outcome, approval,
-           args, input_refs, error, created_at_ms, updated_at_ms, expires_at_ms, duration_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
-         ON CONFLICT (run_id) DO UPDATE SET outcome = excluded.outcome,
-           approval = COALESCE(excluded.approval, runs.approval),
-           error = excluded.error, updated_at_ms = excluded.updated_at_ms,
-           duration_ms = excluded.duration_ms",
-        params![
-            r.run_id,
-            r.parent_run_id,
-            r.persona,
-            r.tool,
-            r.server,
-            r.outcome.as_str(),
-            r.approval.map(Approval::as_str),
-            r.args,
-            serde_json::to_string(&r.input_refs).unwrap_or_else(|_| "[]".into()),
-            r.error,
-            r.created_at_ms,
-            now_ms(),
-            r.expires_at_ms,
-            r.duration_ms,
-        ],
-    )?;
-    Ok(())
+/// Inserts or updates a run: the parameters of [`run_values`].
+pub(super) const PUT_RUN: &str = "INSERT INTO runs (run_id, parent_run_id, persona, tool, server,
+       outcome, approval, args, input_refs, error, created_at_ms, updated_at_ms, expires_at_ms,
+       duration_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+     ON CONFLICT (run_id) DO UPDATE SET outcome = excluded.outcome,
+       approval = COALESCE(excluded.approval, runs.approval),
+       error = excluded.error, updated_at_ms = excluded.updated_at_ms,
+       duration_ms = excluded.duration_ms";
+
+/// Inserts an event: the parameters of [`event_values`].
+pub(super) const PUT_EVENT: &str = "INSERT INTO events (at, kind, server, tool, detail, run_id,
+       persona, outcome, duration_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+/// Hands `f` the parameters of [`PUT_RUN`] for `r`.
+fn with_run_params<T>(r: &RunRow, f: impl FnOnce(&[&dyn db::Param]) -> T) -> T {
+    let refs = serde_json::to_string(&r.input_refs).unwrap_or_else(|_| "[]".into());
+    f(params![
+        r.run_id,
+        r.parent_run_id,
+        r.persona,
+        r.tool,
+        r.server,
+        r.outcome.as_str(),
+        r.approval.map(Approval::as_str),
+        r.args,
+        refs,
+        r.error,
+        r.created_at_ms,
+        now_ms(),
+        r.expires_at_ms,
+        r.duration_ms,
+    ])
 }
 
+/// Hands `f` the parameters of [`PUT_EVENT`] for `e`.
+fn with_event_params<T>(e: &HostEvent, f: impl FnOnce(&[&dyn db::Param]) -> T) -> T {
+    f(params![
+        e.at_ms / 1000,
+        e.kind,
+        e.server,
+        e.tool,
+        e.detail.to_string(),
+        e.run_id,
+        e.persona,
+        e.outcome.map(Outcome::as_str),
+        e.duration_ms,
+    ])
+}
+
+fn owned(params: &[&dyn db::Param]) -> Vec<Owned> {
+    params.iter().map(|p| Owned::of(p.value())).collect()
+}
+
+/// The parameters of [`PUT_RUN`] for `r`, owned (a pipelined batch).
+pub(super) fn run_values(r: &RunRow) -> Vec<Owned> {
+    with_run_params(r, owned)
+}
+
+/// The parameters of [`PUT_EVENT`] for `e`, owned (a pipelined batch).
+pub(super) fn event_values(e: &HostEvent) -> Vec<Owned> {
+    with_event_params(e, owned)
+}
+
+/// Inserts or updates a run.
+pub(super) fn put_run_on(tx: &db::Db, r: &RunRow) -> db::Result<()> {
+    with_run_params(r, |p| tx.execute(PUT_RUN, p)).map(|_| ())
+}
+
+/// Inserts an event.
 pub(super) fn put_event_on(tx: &db::Db, e: &HostEvent) -> db::Result<()> {
-    tx.execute(
-        "INSERT INTO events (at, kind, server, tool, detail, run_id, persona, outcome, duration_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            e.at_ms / 1000,
-            e.kind,
-            e.server,
-            e.tool,
-            e.detail.to_string(),
-            e.run_id,
-            e.persona,
-            e.outcome.map(Outcome::as_str),
-            e.duration_ms,
-        ],
-    )?;
-    Ok(())
+    with_event_params(e, |p| tx.execute(PUT_EVENT, p)).map(|_| ())
 }
 
 /// Why a run was interrupted, on one machine.

@@ -26,7 +26,10 @@ use std::time::{Duration, Instant};
 
 use crate::limits::MAX_QUEUED_WRITES;
 use crate::state::Store;
-use crate::state::runs::{HostEvent, RunRow, put_event_on, put_run_on};
+use crate::state::db::Dialect;
+use crate::state::runs::{
+    HostEvent, PUT_EVENT, PUT_RUN, RunRow, event_values, put_event_on, put_run_on, run_values,
+};
 
 /// What the writer thread is asked to do.
 enum Write {
@@ -180,21 +183,45 @@ fn writer_loop(store: Store, rx: mpsc::Receiver<Write>) {
         }
         let stop = matches!(batch.last(), Some(Write::Stop));
         let mut acks = Vec::new();
-        let result = store.db().transaction(|tx| {
-            for w in &batch {
-                match w {
-                    Write::Run(r, e) => {
-                        put_run_on(tx, r)?;
-                        if !r.says_all_of(e) {
-                            put_event_on(tx, e)?;
+        let result = match store.db().dialect() {
+            Dialect::Sqlite => store.db().transaction(|tx| {
+                for w in &batch {
+                    match w {
+                        Write::Run(r, e) => {
+                            put_run_on(tx, r)?;
+                            if !r.says_all_of(e) {
+                                put_event_on(tx, e)?;
+                            }
                         }
+                        Write::Event(e) => put_event_on(tx, e)?,
+                        Write::Flush(_) | Write::Stop => {}
                     }
-                    Write::Event(e) => put_event_on(tx, e)?,
-                    Write::Flush(_) | Write::Stop => {}
                 }
+                Ok(())
+            }),
+            // Over the network: the batch's rows, then one pipelined
+            // execution per table (one round trip each, not one per row).
+            Dialect::Postgres => {
+                let mut runs = Vec::new();
+                let mut events = Vec::new();
+                for w in &batch {
+                    match w {
+                        Write::Run(r, e) => {
+                            runs.push(run_values(r));
+                            if !r.says_all_of(e) {
+                                events.push(event_values(e));
+                            }
+                        }
+                        Write::Event(e) => events.push(event_values(e)),
+                        Write::Flush(_) | Write::Stop => {}
+                    }
+                }
+                store.db().transaction(|tx| {
+                    tx.execute_many(PUT_RUN, &runs)?;
+                    tx.execute_many(PUT_EVENT, &events)
+                })
             }
-            Ok(())
-        });
+        };
         last_commit = Some(Instant::now());
         if let Err(e) = result {
             tracing::error!("cannot record {} run(s)/event(s): {e}", batch.len());

@@ -335,6 +335,21 @@ impl Db {
         }
     }
 
+    /// Runs one statement once per row of `rows`; on PostgreSQL the
+    /// executions are pipelined (one round trip for the batch).
+    pub fn execute_many(&self, sql: &str, rows: &[Vec<Owned>]) -> Result<()> {
+        match self {
+            Db::Sqlite(c) => {
+                for row in rows {
+                    let params: Vec<&dyn Param> = row.iter().map(|v| v as &dyn Param).collect();
+                    sqlite::execute(c, sql, &params)?;
+                }
+                Ok(())
+            }
+            Db::Postgres(c) => c.execute_many(sql, rows),
+        }
+    }
+
     /// Runs statements separated by `;`, without parameters.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match self {

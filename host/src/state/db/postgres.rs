@@ -270,6 +270,28 @@ impl PgConn {
         })
     }
 
+    /// Runs one statement once per row of parameters, pipelined: every
+    /// execution is sent before the first answer is awaited, so a batch
+    /// costs about one round trip, not one per row.
+    pub fn execute_many(&self, sql: &str, rows: &[Vec<Owned>]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let rows = rows.to_vec();
+        let client = self.client()?;
+        let stmt = self.statement(&client, sql)?;
+        run(async move {
+            let params: Vec<Vec<&(dyn ToSql + Sync)>> = rows
+                .iter()
+                .map(|r| r.iter().map(|v| v as &(dyn ToSql + Sync)).collect())
+                .collect();
+            futures_util::future::try_join_all(params.iter().map(|p| client.execute(&stmt, p)))
+                .await
+                .map(|_| ())
+                .map_err(pg_error)
+        })
+    }
+
     /// Runs statements without parameters; notes where a transaction
     /// begins and ends.
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
