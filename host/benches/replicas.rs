@@ -255,32 +255,7 @@ impl Way {
         tasks: usize,
         time: Duration,
     ) -> anyhow::Result<(Vec<Duration>, Duration)> {
-        self.pool.retain(|c| !c.sender.is_closed());
-        while self.pool.len() < tasks {
-            self.pool.push(HttpConn::open(&self.target).await?);
-        }
-        let start = Instant::now();
-        let deadline = start + time;
-        let mut handles = Vec::new();
-        for mut conn in self.pool.drain(..tasks) {
-            let target = self.target.clone();
-            handles.push(tokio::spawn(async move {
-                let mut took = Vec::new();
-                while Instant::now() < deadline {
-                    let t = Instant::now();
-                    conn.call(&target).await?;
-                    took.push(t.elapsed());
-                }
-                anyhow::Ok((took, conn))
-            }));
-        }
-        let mut took = Vec::new();
-        for h in handles {
-            let (t, conn) = h.await??;
-            took.extend(t);
-            self.pool.push(conn);
-        }
-        Ok((took, start.elapsed()))
+        mcp_http::run_calls(&self.target, &mut self.pool, tasks, time).await
     }
 }
 

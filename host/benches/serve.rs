@@ -510,62 +510,42 @@ impl Way {
         tasks: usize,
         time: Duration,
     ) -> anyhow::Result<(Vec<Duration>, Duration)> {
+        let context = format!("{} {}", self.server, self.transport);
+        let (service, tool) = match &mut self.conn {
+            Conn::Http { target, pool } => {
+                return mcp_http::run_calls(target, pool, tasks, time)
+                    .await
+                    .map_err(|e| e.context(context));
+            }
+            Conn::Stdio { service, tool, .. } => (service.clone(), *tool),
+        };
         let start = Instant::now();
         let deadline = start + time;
         let mut handles = Vec::with_capacity(tasks);
-        match &mut self.conn {
-            Conn::Stdio { service, tool, .. } => {
-                for _ in 0..tasks {
-                    let (service, tool) = (service.clone(), *tool);
-                    handles.push(tokio::spawn(async move {
-                        let mut took = Vec::new();
-                        while Instant::now() < deadline {
-                            let t = Instant::now();
-                            call_stdio(&service, tool).await?;
-                            took.push(t.elapsed());
-                        }
-                        anyhow::Ok((took, None))
-                    }));
+        for _ in 0..tasks {
+            let service = service.clone();
+            handles.push(tokio::spawn(async move {
+                let mut took = Vec::new();
+                while Instant::now() < deadline {
+                    let t = Instant::now();
+                    call_stdio(&service, tool).await?;
+                    took.push(t.elapsed());
                 }
-            }
-            Conn::Http { target, pool } => {
-                // A server may close a connection left idle while the
-                // other ways ran.
-                pool.retain(|c| !c.sender.is_closed());
-                while pool.len() < tasks {
-                    pool.push(HttpConn::open(target).await?);
-                }
-                for mut conn in pool.drain(..tasks) {
-                    let target = target.clone();
-                    handles.push(tokio::spawn(async move {
-                        let mut took = Vec::new();
-                        while Instant::now() < deadline {
-                            let t = Instant::now();
-                            conn.call(&target).await?;
-                            took.push(t.elapsed());
-                        }
-                        anyhow::Ok((took, Some(conn)))
-                    }));
-                }
-            }
+                anyhow::Ok(took)
+            }));
         }
         let mut took = Vec::new();
         let mut failure = None;
         for h in handles {
             match h.await {
-                Ok(Ok((t, conn))) => {
-                    took.extend(t);
-                    if let (Some(conn), Conn::Http { pool, .. }) = (conn, &mut self.conn) {
-                        pool.push(conn);
-                    }
-                }
+                Ok(Ok(t)) => took.extend(t),
                 Ok(Err(e)) => failure = Some(e),
                 Err(e) => failure = Some(e.into()),
             }
         }
         let wall = start.elapsed();
         match failure {
-            Some(e) => Err(e.context(format!("{} {}", self.server, self.transport))),
+            Some(e) => Err(e.context(context)),
             None => Ok((took, wall)),
         }
     }

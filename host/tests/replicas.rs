@@ -19,9 +19,7 @@
 //! (see tests/peers/database.rs); CI always has one.
 
 mod common;
-use common::{
-    HttpServer, database, python, repo, skill_folder, skillhost, start_http_with, stderr,
-};
+use common::{HttpServer, database, skill_folder, skillhost, start_http_with, stderr};
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -29,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use skillhost::{SecretKey, pack_dir};
+use skillhost::SecretKey;
 use skillhost_test_plugins as art;
 
 /// Runs `skillhost ARGS` on `data`, failing the test with its stderr.
@@ -109,22 +107,8 @@ fn haproxy() -> PathBuf {
 /// The calls of http_calls.py through `url`, in `mode` (`auto`: the
 /// stateless 2026-07-28 transport; `legacy`: a session).
 fn mcp_calls(url: &str, token: &str, mode: &str, calls: &Value) -> Vec<Value> {
-    let o = Command::new(python())
-        .arg(repo().join("tests/peers/http_calls.py"))
-        .arg(url)
-        .arg(token)
-        .arg(mode)
-        .arg(calls.to_string())
-        .output()
-        .expect("run the Python client");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "client failed:\n{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_str(out.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+    let report = common::python_peer("http_calls.py", &[url, token, mode, &calls.to_string()]);
+    serde_json::from_value(report).expect("a list of call reports")
 }
 
 /// One replica: its data dir, its server, its admin API.
@@ -221,18 +205,6 @@ fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) -> Durat
         std::thread::sleep(Duration::from_millis(10));
     }
     start.elapsed()
-}
-
-/// A json-tools copy at `version`, signed by `key`.
-fn json_tools_bundle(work: &Path, key: &SecretKey, version: &str) -> Vec<u8> {
-    let dir = work.join(format!("json-tools-{version}"));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let manifest = std::fs::read_to_string(Path::new(art::JSON_TOOLS_DIR).join("skill.yaml"))
-        .expect("manifest")
-        .replace("version: 0.1.0", &format!("version: {version}"));
-    std::fs::write(dir.join("skill.yaml"), manifest).expect("write manifest");
-    std::fs::copy(art::JSON_TOOLS_WASM_PATH, dir.join("json_tools.wasm")).expect("copy wasm");
-    pack_dir(&dir, Some(key)).expect("pack").0
 }
 
 /// Local skill folders every replica lists: text-tools with
@@ -423,7 +395,7 @@ fn replicas_share_one_database_behind_a_balancer() {
 
     // A skill installed through replica 0 is called through replica 2.
     let (key, _) = SecretKey::generate().expect("key");
-    let bytes = json_tools_bundle(work.path(), &key, "0.2.0");
+    let bytes = common::json_tools_bundle(work.path(), &key, "0.2.0");
     let resp = replicas[0]
         .http
         .post(format!(

@@ -291,18 +291,6 @@ fn write_config(data: &Path, servers: Vec<Value>) {
     .expect("write mcp_servers.json");
 }
 
-/// A bundle of a json-tools copy at `version`, signed by `key`.
-fn bundle(work: &Path, key: &SecretKey, version: &str) -> Vec<u8> {
-    let dir = work.join(format!("json-tools-{version}"));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let manifest = std::fs::read_to_string(Path::new(art::JSON_TOOLS_DIR).join("skill.yaml"))
-        .expect("manifest")
-        .replace("version: 0.1.0", &format!("version: {version}"));
-    std::fs::write(dir.join("skill.yaml"), manifest).expect("write manifest");
-    std::fs::copy(art::JSON_TOOLS_WASM_PATH, dir.join("json_tools.wasm")).expect("copy wasm");
-    pack_dir(&dir, Some(key)).expect("pack").0
-}
-
 fn names(list: &Value, field: &str) -> Vec<String> {
     list.as_array()
         .unwrap_or_else(|| panic!("not a list: {list}"))
@@ -558,7 +546,7 @@ async fn bundles_install_by_upload_then_enable_disable_trust_uninstall() {
     let server = start(&data);
     let api = Api::new(&server);
     let (key, _) = SecretKey::generate().expect("key");
-    let bytes = bundle(work.path(), &key, "0.2.0");
+    let bytes = common::json_tools_bundle(work.path(), &key, "0.2.0");
 
     // Signed by a key this host does not trust: refused, unless asked to
     // install it untrusted.

@@ -51,21 +51,10 @@ fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> (u1
 }
 
 fn client(port: u16, token: &str, mode: &str) -> Value {
-    let o = Command::new(python())
-        .arg(repo().join("tests/peers/http_client.py"))
-        .arg(format!("http://127.0.0.1:{port}/mcp"))
-        .arg(token)
-        .arg(mode)
-        .output()
-        .expect("run the Python client");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "client failed:\n{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_str(out.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+    common::python_peer(
+        "http_client.py",
+        &[&format!("http://127.0.0.1:{port}/mcp"), token, mode],
+    )
 }
 
 /// Sends SIGTERM to the server and waits for it to exit (failing after

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -157,22 +156,16 @@ fn data_dir(work: &Path) -> PathBuf {
 }
 
 fn calls(port: u16, token: &str, calls: &Value) -> Vec<Value> {
-    let o = Command::new(python())
-        .arg(peer("http_calls.py"))
-        .arg(format!("http://127.0.0.1:{port}/mcp"))
-        .arg(token)
-        .arg("legacy")
-        .arg(calls.to_string())
-        .output()
-        .expect("run the Python client");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "client failed:\n{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
+    let report = common::python_peer(
+        "http_calls.py",
+        &[
+            &format!("http://127.0.0.1:{port}/mcp"),
+            token,
+            "legacy",
+            &calls.to_string(),
+        ],
     );
-    serde_json::from_str(out.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+    serde_json::from_value(report).expect("a list of call reports")
 }
 
 // --- the exposition format -------------------------------------------------

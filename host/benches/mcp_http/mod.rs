@@ -139,6 +139,53 @@ impl HttpConn {
     }
 }
 
+/// `tasks` connections of `pool` (opened as needed) calling back to back
+/// for `time`: each call's latency, and the wall time until the last call
+/// ended. The connections go back to `pool` for the next round.
+pub async fn run_calls(
+    target: &std::sync::Arc<HttpTarget>,
+    pool: &mut Vec<HttpConn>,
+    tasks: usize,
+    time: Duration,
+) -> anyhow::Result<(Vec<Duration>, Duration)> {
+    // A server may close a connection left idle while other ways ran.
+    pool.retain(|c| !c.sender.is_closed());
+    while pool.len() < tasks {
+        pool.push(HttpConn::open(target).await?);
+    }
+    let start = std::time::Instant::now();
+    let deadline = start + time;
+    let mut handles = Vec::with_capacity(tasks);
+    for mut conn in pool.drain(..tasks) {
+        let target = target.clone();
+        handles.push(tokio::spawn(async move {
+            let mut took = Vec::new();
+            while std::time::Instant::now() < deadline {
+                let t = std::time::Instant::now();
+                conn.call(&target).await?;
+                took.push(t.elapsed());
+            }
+            anyhow::Ok((took, conn))
+        }));
+    }
+    let mut took = Vec::new();
+    let mut failure = None;
+    for h in handles {
+        match h.await {
+            Ok(Ok((t, conn))) => {
+                took.extend(t);
+                pool.push(conn);
+            }
+            Ok(Err(e)) => failure = Some(e),
+            Err(e) => failure = Some(e.into()),
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok((took, start.elapsed())),
+    }
+}
+
 /// The per-request `_meta` of the 2026-07-28 era.
 pub fn meta() -> Value {
     json!({

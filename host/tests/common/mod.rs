@@ -311,6 +311,39 @@ pub fn run_python_client(
         .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
 }
 
+/// Runs `tests/peers/SCRIPT ARGS…` (an MCP Python SDK client) with the
+/// peers' Python; asserts it succeeded and returns the JSON of its last
+/// stdout line.
+pub fn python_peer(script: &str, args: &[&str]) -> serde_json::Value {
+    let o = Command::new(python())
+        .arg(repo().join("tests/peers").join(script))
+        .args(args)
+        .output()
+        .expect("run the Python client");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "client failed:\n{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(out.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {out}"))
+}
+
+/// A bundle of a json-tools copy at `version`, signed by `key` (packed in
+/// a folder under `work`).
+pub fn json_tools_bundle(work: &Path, key: &skillhost::SecretKey, version: &str) -> Vec<u8> {
+    use skillhost_test_plugins as art;
+    let dir = work.join(format!("json-tools-{version}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let manifest = std::fs::read_to_string(Path::new(art::JSON_TOOLS_DIR).join("skill.yaml"))
+        .expect("manifest")
+        .replace("version: 0.1.0", &format!("version: {version}"));
+    std::fs::write(dir.join("skill.yaml"), manifest).expect("write manifest");
+    std::fs::copy(art::JSON_TOOLS_WASM_PATH, dir.join("json_tools.wasm")).expect("copy wasm");
+    skillhost::pack_dir(&dir, Some(key)).expect("pack").0
+}
+
 /// A data dir `WORK/data` whose settings list local skill folders under
 /// `WORK/skills`: text-tools (with `text.regex_replace` marked as mutating,
 /// so it needs confirmation) and, with `hostile`, the hostile skill.
