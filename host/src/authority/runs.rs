@@ -21,7 +21,7 @@ impl HostInner {
     /// when another replica stored it. A no-op when it is here already, and
     /// on SQLite.
     pub(crate) fn fetch_ref(&self, id: &str) -> anyhow::Result<()> {
-        if self.refs.has(id) || !self.data.database.is_shared() {
+        if !self.data.database.is_shared() || self.refs.has(id) {
             return Ok(());
         }
         let (record, bytes) = {

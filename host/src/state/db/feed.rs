@@ -77,17 +77,13 @@ async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: Cance
         }
         match config.connect(NoTls).await {
             Ok((client, mut connection)) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
                 // Polling the connection both runs the client's requests
                 // and yields the notifications.
-                let driver = tokio::spawn(async move {
+                let notified = shared.clone();
+                let mut driver = tokio::spawn(async move {
                     while let Some(m) = poll_fn(|cx| connection.poll_message(cx)).await {
                         match m {
-                            Ok(AsyncMessage::Notification(_)) => {
-                                if tx.send(()).is_err() {
-                                    return;
-                                }
-                            }
+                            Ok(AsyncMessage::Notification(_)) => bump(&notified),
                             Ok(_) => {}
                             Err(e) => {
                                 tracing::debug!("the database change feed ended: {e}");
@@ -100,16 +96,11 @@ async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: Cance
                     Ok(()) => {
                         // Whatever changed while the feed was away.
                         bump(&shared);
-                        loop {
-                            tokio::select! {
-                                got = rx.recv() => match got {
-                                    Some(()) => bump(&shared),
-                                    None => break,
-                                },
-                                () = stop.cancelled() => {
-                                    driver.abort();
-                                    return;
-                                }
+                        tokio::select! {
+                            _ = &mut driver => {}
+                            () = stop.cancelled() => {
+                                driver.abort();
+                                return;
                             }
                         }
                     }

@@ -298,10 +298,14 @@ impl PgConn {
         let client = self.client()?;
         let text = sql.to_string();
         let out = run(async move { client.batch_execute(&text).await.map_err(pg_error) });
-        let head = sql.trim_start().to_ascii_uppercase();
-        if head.starts_with("BEGIN") {
+        let head = sql.trim_start();
+        let starts = |word: &str| {
+            head.get(..word.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(word))
+        };
+        if starts("BEGIN") {
             self.in_transaction.store(out.is_ok(), Ordering::Relaxed);
-        } else if head.starts_with("COMMIT") || head.starts_with("ROLLBACK") {
+        } else if starts("COMMIT") || starts("ROLLBACK") {
             self.in_transaction.store(false, Ordering::Relaxed);
         }
         out
