@@ -69,6 +69,17 @@ macro_rules! on_each_database {
     };
 }
 
+/// Server `server`'s `allowed_persona_ids` as stored (the data dir's
+/// `mcp_servers.json`, or the database's shared configuration).
+fn allowed(host: &Host, server: &str) -> Vec<String> {
+    host.mcp_servers()
+        .expect("the MCP configuration")
+        .server(server)
+        .unwrap_or_else(|| panic!("no server {server}"))
+        .allowed_persona_ids
+        .clone()
+}
+
 /// A run's output as JSON (a skill's value, an MCP result's JSON).
 fn output(r: &RunReport) -> Option<Value> {
     r.output.as_ref().map(|o| o.to_value())
@@ -145,22 +156,10 @@ impl Env {
         self.write_settings(json!({ "skill_dirs": skill_dirs }));
     }
 
-    /// Writes `mcp_servers.json`.
+    /// Writes `mcp_servers.json` (on PostgreSQL, the next host built adopts it
+    /// as the shared configuration).
     fn mcp(&self, config: &McpConfig) {
         config.save(&self.dir()).expect("save mcp_servers.json");
-    }
-
-    /// Reads `mcp_servers.json` back.
-    fn mcp_config(&self) -> McpConfig {
-        McpConfig::load(&self.dir()).expect("load mcp_servers.json")
-    }
-
-    fn allowed(&self, server: &str) -> Vec<String> {
-        self.mcp_config()
-            .server(server)
-            .unwrap_or_else(|| panic!("no server {server}"))
-            .allowed_persona_ids
-            .clone()
     }
 
     fn dir(&self) -> cap_std::fs::Dir {
@@ -296,6 +295,28 @@ fn now_ms() -> i64 {
 
 async fn call(host: &Host, caller: &Caller, tool: &str, args: Value) -> RunReport {
     host.call(caller, tool, args, &CallRequest::default()).await
+}
+
+/// A call of `text.word_count` through `host` right after a change made
+/// through another host on the same state: on SQLite the next call sees
+/// the change; on PostgreSQL, calls do once the change feed's notification
+/// reached `host` (well under a millisecond here), so the call is repeated
+/// until its outcome is `want`, for at most 1 s.
+async fn call_after_change(
+    env: &Env,
+    host: &Host,
+    caller: &Caller,
+    args: Value,
+    want: Outcome,
+) -> RunReport {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let r = call(host, caller, "text.word_count", args.clone()).await;
+        if env.database.is_none() || r.outcome == want || std::time::Instant::now() > deadline {
+            return r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
 }
 
 async fn call_confirmed(host: &Host, caller: &Caller, tool: &str, args: Value) -> RunReport {
@@ -762,9 +783,9 @@ async fn mcp_wildcard_grants_follow_the_seed(env) {
 
     // `*` on → ["*"], off → [].
     assert_eq!(grant("*", true), v(&["*"]));
-    assert_eq!(env.allowed("notes"), v(&["*"]));
+    assert_eq!(allowed(&host, "notes"), v(&["*"]));
     assert_eq!(grant("*", false), Vec::<String>::new());
-    assert_eq!(env.allowed("notes"), Vec::<String>::new());
+    assert_eq!(allowed(&host, "notes"), Vec::<String>::new());
 
     // Per persona, sorted.
     assert_eq!(grant("cy", true), v(&["cy"]));
@@ -773,10 +794,10 @@ async fn mcp_wildcard_grants_follow_the_seed(env) {
 
     // Granting `*` clears the per-persona entries: exactly ["*"].
     assert_eq!(grant("*", true), v(&["*"]));
-    assert_eq!(env.allowed("notes"), v(&["*"]));
+    assert_eq!(allowed(&host, "notes"), v(&["*"]));
     // A persona checked while `*`: stays ["*"].
     assert_eq!(grant("bob", true), v(&["*"]));
-    assert_eq!(env.allowed("notes"), v(&["*"]));
+    assert_eq!(allowed(&host, "notes"), v(&["*"]));
 
     // A persona added now gets a global server.
     host.add_persona("dan", "").expect("persona");
@@ -786,7 +807,7 @@ async fn mcp_wildcard_grants_follow_the_seed(env) {
 
     // A persona unchecked while `*`: every existing persona but that one.
     assert_eq!(grant("bob", false), v(&["ana", "cy", "dan"]));
-    assert_eq!(env.allowed("notes"), v(&["ana", "cy", "dan"]));
+    assert_eq!(allowed(&host, "notes"), v(&["ana", "cy", "dan"]));
     // A persona added later does not get it.
     host.add_persona("eve", "").expect("persona");
     for (p, authorized) in [
@@ -842,9 +863,9 @@ async fn mcp_wildcard_grants_follow_the_seed(env) {
         ("no-such-server".to_string(), true),
     ]);
     let after = host.put_mcp_grants("ana", &wanted).expect("put");
-    assert_eq!(env.allowed("glob"), v(&["*"]));
-    assert_eq!(env.allowed("notes"), v(&["*"]));
-    assert_eq!(env.allowed("web"), v(&["ana"]));
+    assert_eq!(allowed(&host, "glob"), v(&["*"]));
+    assert_eq!(allowed(&host, "notes"), v(&["*"]));
+    assert_eq!(allowed(&host, "web"), v(&["ana"]));
     for g in &after.mcp {
         let want = match g.name.as_str() {
             "glob" | "notes" => (true, true),
@@ -855,18 +876,18 @@ async fn mcp_wildcard_grants_follow_the_seed(env) {
     }
     host.put_mcp_grants("bob", &BTreeMap::from([("web".to_string(), true)]))
         .expect("put");
-    assert_eq!(env.allowed("web"), v(&["ana", "bob"]));
+    assert_eq!(allowed(&host, "web"), v(&["ana", "bob"]));
     host.put_mcp_grants("ana", &BTreeMap::from([("web".to_string(), false)]))
         .expect("put");
-    assert_eq!(env.allowed("web"), v(&["bob"]));
+    assert_eq!(allowed(&host, "web"), v(&["bob"]));
 
     // Removing a persona removes it from every list.
     host.remove_persona("bob").expect("remove");
-    assert_eq!(env.allowed("web"), Vec::<String>::new());
+    assert_eq!(allowed(&host, "web"), Vec::<String>::new());
     assert!(host.grants("bob").is_err());
 
     // Refusals name what is wrong and change nothing.
-    let before = env.mcp_config();
+    let before = host.mcp_servers().expect("the MCP configuration");
     let e = host.grant_mcp("zed", "notes", true).unwrap_err();
     assert!(e.to_string().contains("no persona `zed`"), "{e}");
     let e = host.grant_mcp("ana", "missing", true).unwrap_err();
@@ -879,7 +900,7 @@ async fn mcp_wildcard_grants_follow_the_seed(env) {
     assert!(e.to_string().contains("no persona `zed`"), "{e}");
     let e = host.put_mcp_grants("*", &BTreeMap::new()).unwrap_err();
     assert!(e.to_string().contains("not a valid persona id"), "{e}");
-    assert_eq!(env.mcp_config(), before);
+    assert_eq!(host.mcp_servers().expect("the MCP configuration"), before);
     host.shutdown().await;
 }
 }
@@ -2059,26 +2080,27 @@ async fn state_survives_a_restart_and_the_next_host_approves(env) {
     expect(&r, Outcome::Denied);
 
     // Two hosts on one data dir at once: a change made through one decides
-    // the other's next call (its registry snapshot is not stale).
+    // the other's next call (its registry snapshot is not stale); on
+    // PostgreSQL, its calls once the change feed's notification arrived.
     let other = env.host().await;
     let bob = Caller::persona("bob");
     let count = json!({"text": "a"});
     other.grant_skill("bob", "text-tools", true).expect("grant");
-    let r = call(&host, &bob, "text.word_count", count.clone()).await;
+    let r = call_after_change(&env, &host, &bob, count.clone(), Outcome::Ok).await;
     expect(&r, Outcome::Ok);
     other
         .set_skill_enabled("text-tools", false)
         .expect("disable");
-    let r = call(&host, &bob, "text.word_count", count.clone()).await;
+    let r = call_after_change(&env, &host, &bob, count.clone(), Outcome::Denied).await;
     expect(&r, Outcome::Denied);
     assert!(!names(&host.tool_specs(None).expect("specs")).contains("text.word_count"));
     other.set_skill_enabled("text-tools", true).expect("enable");
-    let r = call(&host, &bob, "text.word_count", count.clone()).await;
+    let r = call_after_change(&env, &host, &bob, count.clone(), Outcome::Ok).await;
     expect(&r, Outcome::Ok);
     other
         .grant_skill("bob", "text-tools", false)
         .expect("revoke");
-    let r = call(&host, &bob, "text.word_count", count).await;
+    let r = call_after_change(&env, &host, &bob, count, Outcome::Denied).await;
     expect(&r, Outcome::Denied);
     other.grant_mcp("bob", "notes", true).expect("grant");
     let notes = host

@@ -333,6 +333,10 @@ async fn run() -> anyhow::Result<()> {
         .collect::<anyhow::Result<_>>()?;
     let sqlite_token = prepare(&sqlite).await?;
     let pg_token = prepare(&pg[0]).await?;
+    // Every replica seals under the same key (the first one's).
+    for data in &pg[1..] {
+        std::fs::copy(pg[0].join("secrets.key"), data.join("secrets.key"))?;
+    }
     let (lb2, lb3) = (free_port()?, free_port()?);
     let allowed = [format!("127.0.0.1:{lb2}"), format!("127.0.0.1:{lb3}")];
     let s = serve(&sqlite, &[]).await?;

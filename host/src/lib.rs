@@ -54,7 +54,6 @@ pub use authority::metrics::METRICS_CONTENT_TYPE;
 pub use authority::personas::valid_persona_id;
 pub use authority::questions::{QUESTION_WAIT, Question, QuestionAnswer, QuestionStatus};
 pub use authority::reach::ASSETS_DIR;
-pub use authority::secrets::SECRETS_KEY_FILE;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
@@ -62,6 +61,7 @@ pub use authority::{
     EventPage, GcReport, Host, HostBuilder, InputRef, LIST_CHANGED_POLL, MinuteCounts,
     PersonaGrants, RunDetail, RunOutput, RunReport, SkillGrantView, SkillStatus, ToolLatency,
 };
+pub use state::sealing::SECRETS_KEY_FILE;
 
 // Typed errors at the host's boundary.
 pub use error::{

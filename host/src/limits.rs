@@ -203,7 +203,19 @@ pub const MAX_ELICIT_SCHEMA_BYTES: usize = 64 << 10;
 /// by another process (a CLI revoking a grant) within this, far below the
 /// time a client takes to send its next call, while a busy host asks the
 /// database once per millisecond instead of twice per call.
+/// (On a database replicas share, while the change feed listens, its
+/// notifications tell instead; see [`FEED_RECHECK`].)
 pub const REGISTRY_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// On a database replicas share, while the replica's change feed listens:
+/// how long the registry snapshot and the persona tokens are used without
+/// asking the database, when no notification came: 1 s. The feed's
+/// notifications mark a change at once (within the time one takes to
+/// arrive, well under a millisecond on a local network), so a busy
+/// replica sends the database no query per call; this bounds how stale a
+/// replica can be if the feed's connection stalls without closing, to the
+/// one second a change may take to reach every replica.
+pub const FEED_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Most runs and events queued for the writer thread before a call that
 /// records one waits for room: 16 384 (about 16 MiB of queued rows). The

@@ -269,6 +269,38 @@ fn replicas_share_one_database_behind_a_balancer() {
         .to_string();
     let lb_port = free_port();
     let lb_addr = format!("127.0.0.1:{lb_port}");
+    // Every replica seals under the same key (`secrets.key`): one without
+    // it, or with another, is refused with what to do, and changes nothing.
+    let o = skillhost(&datas[1], &["personas", "list"]);
+    assert!(!o.status.success(), "a replica without the key");
+    assert!(
+        stderr(&o).contains("copy `secrets.key` from another replica"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !datas[1].join("secrets.key").exists(),
+        "no key of its own made"
+    );
+    std::fs::write(datas[1].join("secrets.key"), [7u8; 32]).expect("another key");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            datas[1].join("secrets.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .expect("0600");
+    }
+    let o = skillhost(&datas[1], &["personas", "list"]);
+    assert!(!o.status.success(), "a replica with another key");
+    assert!(
+        stderr(&o).contains("is not the key the database's secrets are sealed under"),
+        "{}",
+        stderr(&o)
+    );
+    for data in &datas[1..] {
+        std::fs::copy(datas[0].join("secrets.key"), data.join("secrets.key")).expect("the key");
+    }
     let replicas: Vec<Replica> = datas.iter().map(|d| Replica::start(d, &lb_addr)).collect();
     let lb = balancer(
         work.path(),
@@ -337,6 +369,52 @@ fn replicas_share_one_database_behind_a_balancer() {
     within(Duration::from_secs(1), "the grant on replica 2", || {
         sees_regex(&replicas[2])
     });
+
+    // An MCP server added, enabled and granted through replica 0's data
+    // dir is every replica's (the configuration is the database's): a
+    // call through replica 2 runs it in a process of replica 2's own.
+    let py_server = common::repo().join("tests/peers/py_server.py");
+    let python = common::python();
+    for step in [
+        &[
+            "mcp",
+            "add",
+            "py",
+            "--",
+            python.to_str().expect("path"),
+            py_server.to_str().expect("path"),
+            "--transport",
+            "stdio",
+        ][..],
+        &["mcp", "enable", "py"],
+        &["grants", "mcp", "ana", "py", "on"],
+    ] {
+        ok(&datas[0], step);
+    }
+    within(Duration::from_secs(1), "py.lookup on replica 2", || {
+        let (_, body) = replicas[2].api("GET", "/personas/ana/tools", None);
+        body.to_string().contains("py.lookup")
+    });
+    let report = mcp_calls(
+        &format!("http://127.0.0.1:{}/mcp", replicas[2].port()),
+        &token,
+        "auto",
+        &json!([{"tool": "py.lookup", "args": {"key": "k"}}]),
+    );
+    assert!(report[0].to_string().contains("value-of-k"), "{report:?}");
+    assert!(
+        !datas[2].join("mcp_servers.json").exists(),
+        "the configuration is not in the data dir"
+    );
+    ok(&datas[1], &["grants", "mcp", "ana", "py", "off"]);
+    within(
+        Duration::from_secs(1),
+        "the MCP revocation on replica 0",
+        || {
+            let (_, body) = replicas[0].api("GET", "/personas/ana/tools", None);
+            !body.to_string().contains("py.lookup")
+        },
+    );
 
     // A call through replica 1 waits for approval; approved on replica 0,
     // it runs there, once; replica 2 reads its outcome.
@@ -559,6 +637,22 @@ fn migrate_copies_a_sqlite_data_dir_into_postgres() {
     );
     ok(&src, &["trust", "add", &w("alice.pub"), "--name", "alice"]);
     ok(&src, &["install", &w("j.skill")]);
+    ok(
+        &src,
+        &[
+            "mcp",
+            "add",
+            "py",
+            "--",
+            common::python().to_str().expect("path"),
+            common::repo()
+                .join("tests/peers/py_server.py")
+                .to_str()
+                .expect("path"),
+            "--transport",
+            "stdio",
+        ],
+    );
 
     let listed = |data: &Path, what: &[&str]| -> Value {
         serde_json::from_str(&ok(data, what)).expect("JSON")
@@ -597,6 +691,16 @@ fn migrate_copies_a_sqlite_data_dir_into_postgres() {
         json!({ "database": db.url }).to_string(),
     )
     .expect("settings");
+    // It needs the source's key (the MCP configuration went sealed under it).
+    let o = skillhost(&dst, &["personas", "list"]);
+    assert!(
+        stderr(&o).contains("copy `secrets.key` from another replica"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::copy(src.join("secrets.key"), dst.join("secrets.key")).expect("the key");
+    let servers = listed(&dst, &["mcp", "list", "--json"]);
+    assert!(servers.to_string().contains("py_server.py"), "{servers}");
     let after: Vec<Value> = [
         &["personas", "list", "--json"][..],
         &["tokens", "list", "--json"],
@@ -646,4 +750,122 @@ fn migrate_copies_a_sqlite_data_dir_into_postgres() {
         stderr(&o)
     );
     assert_eq!(listed(&dst, &["personas", "list", "--json"]), before[0]);
+}
+
+/// While a replica's change feed is cut (its connection ended by the
+/// server), the replica asks the database on every check again: a change
+/// made meanwhile, whose notification it never gets, applies at once, not
+/// when the feed returns or a second later. The feed reconnects by itself,
+/// and changes reach the replica through it again.
+#[test]
+fn a_replica_whose_change_feed_is_cut_still_sees_every_change() {
+    let Some(db) = database::fresh("feed_cut") else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let skill_dirs = skills(work.path());
+    let data = work.path().join("r0");
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::write(
+        data.join("settings.json"),
+        json!({ "skill_dirs": skill_dirs, "database": db.url }).to_string(),
+    )
+    .expect("settings");
+    ok(&data, &["skills", "trust", "text-tools"]);
+    ok(&data, &["personas", "add", "ana"]);
+    let replica = Replica::start(&data, "127.0.0.1:1");
+    let sees_regex = || {
+        let (status, body) = replica.api("GET", "/personas/ana/tools", None);
+        assert_eq!(status, 200, "{body}");
+        body.to_string().contains("text.regex_replace")
+    };
+    let feeds = || {
+        db.sql(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE application_name = 'skillhost-feed' AND datname = current_database()",
+        )
+    };
+    within(Duration::from_secs(10), "the feed listening", || {
+        feeds() == "1"
+    });
+    assert!(!sees_regex());
+    ok(&data, &["grants", "skill", "ana", "text-tools", "on"]);
+    within(
+        Duration::from_secs(1),
+        "the grant, through the feed",
+        &sees_regex,
+    );
+
+    db.sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = 'skillhost-feed' AND datname = current_database()",
+    );
+    ok(&data, &["grants", "skill", "ana", "text-tools", "off"]);
+    // Not a notification's doing (the feed is away, and comes back
+    // only after DB_FEED_RETRY) nor the feed's one-second recheck.
+    within(
+        Duration::from_millis(200),
+        "the revocation while the feed is away",
+        || !sees_regex(),
+    );
+
+    within(Duration::from_secs(10), "the feed back", || feeds() == "1");
+    ok(&data, &["grants", "skill", "ana", "text-tools", "on"]);
+    within(
+        Duration::from_secs(1),
+        "the grant, through the feed again",
+        &sees_regex,
+    );
+}
+
+/// Two replicas' operators changing the shared MCP configuration at once
+/// lose nothing: each change is a read-modify-write under the documents'
+/// lock, and every server added through either data dir is listed by both.
+#[test]
+fn concurrent_mcp_changes_on_two_replicas_lose_nothing() {
+    let Some(db) = database::fresh("mcp_concurrent") else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let datas: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let data = work.path().join(format!("r{i}"));
+            std::fs::create_dir_all(&data).expect("data dir");
+            std::fs::write(
+                data.join("settings.json"),
+                json!({ "database": db.url }).to_string(),
+            )
+            .expect("settings");
+            data
+        })
+        .collect();
+    ok(&datas[0], &["personas", "add", "ana"]);
+    std::fs::copy(datas[0].join("secrets.key"), datas[1].join("secrets.key")).expect("the key");
+    std::thread::scope(|s| {
+        for (i, data) in datas.iter().enumerate() {
+            s.spawn(move || {
+                for n in 0..6 {
+                    let name = format!("s{i}x{n}");
+                    ok(data, &["mcp", "add", &name, "--", "node", "server.js"]);
+                    ok(data, &["grants", "mcp", "ana", &name, "on"]);
+                }
+            });
+        }
+    });
+    for data in &datas {
+        let listed: Value =
+            serde_json::from_str(&ok(data, &["mcp", "list", "--json"])).expect("JSON");
+        let servers = listed.as_array().expect("a list");
+        assert_eq!(servers.len(), 12, "{listed}");
+        for s in servers {
+            assert_eq!(s["allowed_persona_ids"], json!(["ana"]), "{s}");
+        }
+    }
+    // The database holds the configuration sealed: no server's command in
+    // the clear.
+    let stored = db.sql("SELECT encode(sealed, 'escape') FROM sealed_documents");
+    assert!(
+        !stored.is_empty() && !stored.contains("server.js"),
+        "{stored}"
+    );
 }

@@ -491,7 +491,7 @@ async fn mcp_grants_answer_503_until_the_manager_is_ready_then_follow_the_seed()
     assert!(tools.contains(&"notes.lookup".to_string()), "{tools:?}");
     assert!(tools.contains(&"web.lookup".to_string()), "{tools:?}");
     let config: Value = serde_json::from_str(
-        &std::fs::read_to_string(data.join("mcp_servers.json")).expect("config"),
+        &common::stored_mcp_config(&data),
     )
     .expect("JSON");
     assert_eq!(
@@ -1073,7 +1073,7 @@ async fn mcp_servers_are_managed_without_showing_secrets() {
     assert_eq!(body["sign_in"], json!({"state": "not_used"}), "{body}");
     assert_eq!(body["enabled"], true);
     assert_eq!(body["allowed_persona_ids"], json!(["ana"]));
-    let file = std::fs::read_to_string(data.join("mcp_servers.json")).expect("config");
+    let file = common::stored_mcp_config(&data);
     assert!(file.contains(secret), "the secret was lost: {file}");
     let (status, body) = api
         .put(
@@ -1175,7 +1175,7 @@ async fn concurrent_grant_requests_all_succeed_and_agree() {
         );
     }
     let config: Value = serde_json::from_str(
-        &std::fs::read_to_string(data.join("mcp_servers.json")).expect("config"),
+        &common::stored_mcp_config(&data),
     )
     .expect("JSON");
     let listed = |i: usize| -> BTreeSet<String> {

@@ -103,6 +103,34 @@ pub fn fresh(test: &str) -> Option<TestDatabase> {
     Some(TestDatabase { admin, name, url })
 }
 
+impl TestDatabase {
+    /// Runs `sql` on this database (as its owner); the rows it returns,
+    /// one per line, columns split by `|`. Panics, saying why, when it
+    /// fails.
+    pub fn sql(&self, sql: &str) -> String {
+        let out = Command::new("psql")
+            .args([
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                &self.url,
+                "-c",
+                sql,
+            ])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run psql: {e}"));
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let _ = psql(

@@ -188,8 +188,10 @@ impl HostBuilder {
                 data_version: -1,
                 generation: -1,
                 checked_at: None,
+                feed_epoch: None,
             }),
             tokens: Mutex::new(super::tokens::TokenSnapshot::default()),
+            sealing: std::sync::OnceLock::new(),
             loaded: Mutex::new(HashMap::new()),
             events,
             approval_ttl,
@@ -209,6 +211,16 @@ impl HostBuilder {
         // On a database replicas share, every replica looks for runs whose
         // runner died (an expired lease) twice per lease.
         if host.inner.data.database.is_shared() {
+            // Every replica seals under the same key: checked now, so a
+            // replica without it says so at once rather than at its first
+            // secret; and the data dir's MCP servers become the shared
+            // ones if the database has none yet.
+            let key = host.inner.sealing_key()?;
+            crate::upstream::shared_config::adopt(
+                &host.inner.data,
+                &lock(&host.inner.store),
+                &key,
+            )?;
             let weak = Arc::downgrade(&host.inner);
             tokio::spawn(async move {
                 loop {

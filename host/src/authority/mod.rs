@@ -64,6 +64,9 @@ struct Seen {
     generation: i64,
     /// When the database was last asked whether the state changed.
     checked_at: Option<std::time::Instant>,
+    /// The change feed's epoch read just before that (see
+    /// [`HostInner::still_fresh`]).
+    feed_epoch: Option<u64>,
 }
 
 pub(crate) struct HostInner {
@@ -77,6 +80,9 @@ pub(crate) struct HostInner {
     seen: Mutex<Seen>,
     /// The persona tokens as last read (`tokens.rs`).
     tokens: Mutex<tokens::TokenSnapshot>,
+    /// The data dir's sealing key, once checked against the database
+    /// (`secrets.rs` `sealing_key`).
+    sealing: std::sync::OnceLock<Arc<crate::state::sealing::SealingKey>>,
     loaded: Mutex<HashMap<String, (String, Skill)>>,
     events: tokio::sync::broadcast::Sender<HostEvent>,
     approval_ttl: Duration,
@@ -141,7 +147,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl HostInner {
+    /// The MCP servers' configuration: the data dir's file, or on a
+    /// database replicas share, the database's (`upstream/shared_config.rs`).
     fn mcp_config(&self) -> anyhow::Result<McpConfig> {
+        if self.data.database.is_shared() {
+            let key = self.sealing_key()?;
+            return crate::upstream::shared_config::load(&lock(&self.store), &key);
+        }
         McpConfig::load(&self.data.dir).map_err(|e| anyhow::anyhow!("{}: {e}", self.root.display()))
     }
 
@@ -160,30 +172,51 @@ impl HostInner {
             .clone()
     }
 
+    /// The change feed's epoch now: `None` without a feed or while it is
+    /// away.
+    fn feed_epoch(&self) -> Option<u64> {
+        self.feed.as_ref().and_then(|f| f.epoch())
+    }
+
+    /// Whether a snapshot read from the database at `checked_at`, when the
+    /// feed's epoch was `epoch`, may still be used without asking the
+    /// database again: while the feed listens, until it moves (or
+    /// [`FEED_RECHECK`](crate::limits::FEED_RECHECK) passes); else for
+    /// [`REGISTRY_RECHECK`](crate::limits::REGISTRY_RECHECK).
+    fn still_fresh(&self, checked_at: Option<std::time::Instant>, epoch: Option<u64>) -> bool {
+        let Some(t) = checked_at else { return false };
+        match self.feed_epoch() {
+            Some(now) if epoch == Some(now) => t.elapsed() < crate::limits::FEED_RECHECK,
+            _ => t.elapsed() < crate::limits::REGISTRY_RECHECK,
+        }
+    }
+
     /// The current registry, rebuilt if any state changed since the last
     /// call (in this process or another).
     fn registry(&self) -> anyhow::Result<Arc<Registry>> {
         // Asked within REGISTRY_RECHECK, with no change in this process
-        // since: the snapshot stands, and the database is not asked. (On
-        // PostgreSQL as on SQLite: a change another replica committed
-        // applies to this one's next call, which a notification of the
-        // change feed, arriving a moment after the commit, could not
-        // promise; the feed wakes the change watcher instead.)
+        // since: the snapshot stands, and the database is not asked. A
+        // change another process commits applies from then on. On a
+        // database replicas share, while the change feed listens, the
+        // snapshot stands until the feed says another connection
+        // committed a change (`still_fresh`).
         {
             let seen = lock(&self.seen);
             if seen.data_version != -1
-                && seen
-                    .checked_at
-                    .is_some_and(|t| t.elapsed() < crate::limits::REGISTRY_RECHECK)
+                && self.still_fresh(seen.checked_at, seen.feed_epoch)
                 && let Some(reg) = self.last_read()
             {
                 return Ok(reg);
             }
         }
         {
+            // The epoch before the database: a change committed after
+            // this read moves it, so it is not missed.
+            let epoch = self.feed_epoch();
             let store = lock(&self.store);
             let mut seen = lock(&self.seen);
             seen.checked_at = Some(std::time::Instant::now());
+            seen.feed_epoch = epoch;
             let dv = store.data_version()?;
             let current = self
                 .snapshot

@@ -9,50 +9,16 @@
 //! A secret is bound to the identity of the skill it was set for: another
 //! skill installed later under the same name does not get it.
 
-use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use std::sync::Arc;
 
 use super::{Host, HostInner, lock};
 use crate::error::{CatalogError, StateError};
 use crate::limits::MAX_SECRET_BYTES;
 use crate::registry::catalog::SkillIdentity;
 use crate::skill::manifest::SecretDecl;
-use crate::state::data_dir::{create_private_once, read_private};
 use crate::state::runs::{HostEvent, now_ms};
+use crate::state::sealing::{SECRETS_KEY_FILE, Sealed, SealingKey};
 use crate::state::secrets::{SealedSecret, SecretInfo};
-
-/// Name of the key file secrets are sealed under, in the data dir.
-pub const SECRETS_KEY_FILE: &str = "secrets.key";
-
-/// Length of the key, in bytes.
-const KEY_LEN: usize = 32;
-
-/// The sealing key: read from the key file, created (random, 0600) when
-/// missing.
-fn sealing_key(dir: &cap_std::fs::Dir) -> anyhow::Result<LessSafeKey> {
-    let bytes = match read_private(dir, SECRETS_KEY_FILE)? {
-        Some(b) => b,
-        None => {
-            let mut key = [0u8; KEY_LEN];
-            getrandom::fill(&mut key)
-                .map_err(|e| anyhow::anyhow!("cannot read random bytes: {e}"))?;
-            create_private_once(dir, SECRETS_KEY_FILE, &key)
-                .map_err(|e| anyhow::anyhow!("cannot write `{SECRETS_KEY_FILE}`: {e}"))?;
-            // Another process may have made it first: use what is there.
-            read_private(dir, SECRETS_KEY_FILE)?
-                .ok_or_else(|| anyhow::anyhow!("`{SECRETS_KEY_FILE}` vanished while it was made"))?
-        }
-    };
-    if bytes.len() != KEY_LEN {
-        anyhow::bail!(
-            "`{SECRETS_KEY_FILE}` in the data dir is not a {KEY_LEN}-byte key; secrets sealed \
-             under it cannot be opened (restore it from a backup, or remove it and set every \
-             secret again)"
-        );
-    }
-    let key = UnboundKey::new(&CHACHA20_POLY1305, &bytes)
-        .map_err(|_| anyhow::anyhow!("`{SECRETS_KEY_FILE}` is not a usable key"))?;
-    Ok(LessSafeKey::new(key))
-}
 
 /// What a sealed value is bound to: moving it to another skill, name or
 /// identity in the database makes it unopenable.
@@ -99,23 +65,16 @@ impl Host {
     pub fn set_secret(&self, skill: &str, name: &str, value: &str) -> Result<(), CatalogError> {
         let identity = self.declaring_identity(skill, name)?;
         check_value(value)?;
-        let key = sealing_key(&self.inner.data.dir).map_err(StateError::from)?;
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce)
-            .map_err(|e| StateError::from(anyhow::anyhow!("cannot read random bytes: {e}")))?;
-        let mut sealed = value.as_bytes().to_vec();
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(aad(skill, name, &identity.stored())),
-            &mut sealed,
-        )
-        .map_err(|_| StateError::from(anyhow::anyhow!("cannot seal the secret")))?;
+        let key = self.inner.sealing_key().map_err(StateError::from)?;
+        let Sealed { nonce, sealed } = key
+            .seal(&aad(skill, name, &identity.stored()), value.as_bytes())
+            .map_err(StateError::from)?;
         lock(&self.inner.store).put_secret(
             skill,
             name,
             &SealedSecret {
                 identity: identity.stored(),
-                nonce: nonce.to_vec(),
+                nonce,
                 sealed,
             },
         )?;
@@ -220,15 +179,13 @@ impl HostInner {
         if sealed.identity != identity.stored() {
             return Ok(None);
         }
-        let key = sealing_key(&self.data.dir)?;
-        let Ok(nonce) = Nonce::try_assume_unique_for_key(&sealed.nonce) else {
-            return Ok(None);
-        };
-        let mut bytes = sealed.sealed;
-        let Ok(plain) = key.open_in_place(
-            nonce,
-            Aad::from(aad(skill, name, &sealed.identity)),
-            &mut bytes,
+        let key = self.sealing_key()?;
+        let Some(plain) = key.open(
+            &aad(skill, name, &sealed.identity),
+            &Sealed {
+                nonce: sealed.nonce,
+                sealed: sealed.sealed,
+            },
         ) else {
             tracing::warn!(
                 skill,
@@ -237,7 +194,19 @@ impl HostInner {
             );
             return Ok(None);
         };
-        Ok(String::from_utf8(plain.to_vec()).ok())
+        Ok(String::from_utf8(plain).ok())
+    }
+
+    /// The data dir's sealing key, checked once against the fingerprint
+    /// the database recorded (recording it when none is: see
+    /// `state/sealing.rs`). On a database whose values are sealed already,
+    /// a missing key file is an error, never a new key.
+    pub(crate) fn sealing_key(&self) -> anyhow::Result<Arc<SealingKey>> {
+        if let Some(key) = self.sealing.get() {
+            return Ok(key.clone());
+        }
+        let key = SealingKey::checked(&self.data.dir, &lock(&self.store))?;
+        Ok(self.sealing.get_or_init(|| Arc::new(key)).clone())
     }
 }
 
@@ -255,48 +224,5 @@ mod tests {
             }
         }
         assert!(check_value(&"x".repeat(MAX_SECRET_BYTES + 1)).is_err());
-    }
-
-    #[test]
-    fn a_sealed_value_opens_only_with_its_binding() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority())
-            .expect("dir");
-        let key = sealing_key(&dir).expect("key");
-        let again = sealing_key(&dir).expect("same key");
-        let nonce = [7u8; NONCE_LEN];
-        let mut sealed = b"tok-123".to_vec();
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(aad("w", "t", "local")),
-            &mut sealed,
-        )
-        .expect("seal");
-        assert!(!sealed.windows(7).any(|w| w == b"tok-123"));
-        let mut other = sealed.clone();
-        assert!(
-            again
-                .open_in_place(
-                    Nonce::assume_unique_for_key(nonce),
-                    Aad::from(aad("w", "t", "signer:k")),
-                    &mut other
-                )
-                .is_err(),
-            "bound to the identity"
-        );
-        let plain = again
-            .open_in_place(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad("w", "t", "local")),
-                &mut sealed,
-            )
-            .expect("open");
-        assert_eq!(plain, b"tok-123");
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(tmp.path().join(SECRETS_KEY_FILE))
-            .expect("key file")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
     }
 }

@@ -155,12 +155,14 @@ impl Host {
 /// The persona tokens as a serving host last read them: looked up in
 /// memory, the database asked at most once per
 /// [`REGISTRY_RECHECK`](crate::limits::REGISTRY_RECHECK) whether they
-/// changed (their generation, bumped by triggers in any process), and
+/// changed (their generation, bumped by triggers in any process; on a
+/// database replicas share, only when the change feed says so), and
 /// dropped at once on a change made through this host.
 #[derive(Default)]
 pub(crate) struct TokenSnapshot {
     generation: Option<i64>,
     pub(crate) checked_at: Option<Instant>,
+    feed_epoch: Option<u64>,
     personas: Arc<HashMap<String, String>>,
 }
 
@@ -170,13 +172,12 @@ impl HostInner {
     fn token_personas(&self) -> anyhow::Result<Arc<HashMap<String, String>>> {
         {
             let snap = lock(&self.tokens);
-            if snap
-                .checked_at
-                .is_some_and(|t| t.elapsed() < crate::limits::REGISTRY_RECHECK)
-            {
+            if self.still_fresh(snap.checked_at, snap.feed_epoch) {
                 return Ok(snap.personas.clone());
             }
         }
+        // The epoch before the database (see `registry`).
+        let epoch = self.feed_epoch();
         // Lock order: the store, then the snapshot.
         let store = lock(&self.store);
         let generation = store.token_generation()?;
@@ -186,6 +187,7 @@ impl HostInner {
             snap.generation = Some(generation);
         }
         snap.checked_at = Some(Instant::now());
+        snap.feed_epoch = epoch;
         Ok(snap.personas.clone())
     }
 }

@@ -249,6 +249,26 @@ const SQLITE: &[&str] = &[
      ALTER TABLE runs ADD COLUMN runner TEXT;
      ALTER TABLE runs ADD COLUMN lease_until_ms INTEGER;
      CREATE INDEX runs_leased ON runs (lease_until_ms) WHERE outcome = 'running';",
+    // 16: what replicas share beyond tables (PostgreSQL; on SQLite they
+    // stay empty, the data dir's files serving instead): documents sealed
+    // under the data dir's key (the MCP servers' configuration), each
+    // with a revision so that two writers never lose each other's change;
+    // and the fingerprint of the key every replica must seal under.
+    "CREATE TABLE sealed_documents (
+        name TEXT PRIMARY KEY,
+        revision INTEGER NOT NULL,
+        nonce BLOB NOT NULL,
+        sealed BLOB NOT NULL,
+        updated_at INTEGER NOT NULL
+     );
+     CREATE TABLE sealing_key (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        fingerprint TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL
+     );
+     CREATE TRIGGER gen_documents_i AFTER INSERT ON sealed_documents BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_documents_u AFTER UPDATE ON sealed_documents BEGIN UPDATE generation SET value = value + 1; END;
+     CREATE TRIGGER gen_documents_d AFTER DELETE ON sealed_documents BEGIN UPDATE generation SET value = value + 1; END;",
 ];
 
 /// PostgreSQL's migrations: (version, statements), in order. The schema
@@ -451,6 +471,23 @@ const POSTGRES: &[(i64, &str)] = &[
          ALTER TABLE runs ADD COLUMN runner TEXT;
          ALTER TABLE runs ADD COLUMN lease_until_ms BIGINT;
          CREATE INDEX runs_leased ON runs (lease_until_ms) WHERE outcome = 'running';",
+    ),
+    (
+        16,
+        "CREATE TABLE sealed_documents (
+            name TEXT PRIMARY KEY,
+            revision BIGINT NOT NULL,
+            nonce BYTEA NOT NULL,
+            sealed BYTEA NOT NULL,
+            updated_at BIGINT NOT NULL
+         );
+         CREATE TABLE sealing_key (
+            id BIGINT PRIMARY KEY CHECK (id = 1),
+            fingerprint TEXT NOT NULL,
+            recorded_at BIGINT NOT NULL
+         );
+         CREATE TRIGGER gen_documents AFTER INSERT OR UPDATE OR DELETE ON sealed_documents
+            FOR EACH ROW EXECUTE FUNCTION skillhost_state_changed();",
     ),
 ];
 

@@ -16,6 +16,8 @@ pub(crate) mod personas;
 pub(crate) mod questions;
 pub(crate) mod refs;
 pub(crate) mod runs;
+pub(crate) mod sealed_documents;
+pub(crate) mod sealing;
 pub(crate) mod secrets;
 pub(crate) mod skills;
 pub(crate) mod tokens;

@@ -6,7 +6,9 @@
 //! What is copied: every table of the schema but the change counters (the
 //! target keeps its own), and the blobs: the bundles installs were made
 //! from, and the data dir's ref files (which PostgreSQL keeps in `blobs`,
-//! so every replica reads them). An install made before installs kept
+//! so every replica reads them); and the data dir's `mcp_servers.json`,
+//! sealed under its `secrets.key` (replicas share the configuration in the
+//! database), with the key's fingerprint. An install made before installs kept
 //! their bundle is copied as a record whose bundle other replicas cannot
 //! unpack; the report names it (installing it again fixes that).
 
@@ -18,6 +20,8 @@ use sha2::{Digest, Sha256};
 use super::Store;
 use super::data_dir::{DataDir, DatabaseUrl};
 use super::db::{Db, Owned, Param, PgConn, params};
+use super::sealing::{SECRETS_KEY_FILE, SealingKey};
+use skillhost_mcp::McpConfig;
 
 /// Every table copied, in an order that satisfies the foreign keys, with
 /// its columns.
@@ -63,6 +67,11 @@ const TABLES: &[(&str, &str)] = &[
     ),
     ("host_keys", "name, key, created_at"),
     ("blobs", "sha256, size, bytes"),
+    (
+        "sealed_documents",
+        "name, revision, nonce, sealed, updated_at",
+    ),
+    ("sealing_key", "id, fingerprint, recorded_at"),
 ];
 
 /// The tables whose identity column the copy sets, so new rows continue
@@ -113,6 +122,21 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
             r.ref_id
         );
         ref_blobs.push((r.sha256, bytes));
+    }
+
+    // The MCP servers' configuration, which replicas keep in the
+    // database, sealed under the data dir's key; the key's fingerprint
+    // goes with it (and with any sealed secret), so every replica is
+    // asked for this key.
+    let mcp = McpConfig::load(&data.dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let has_key = data.dir.exists(SECRETS_KEY_FILE);
+    let mut mcp_document = None;
+    if has_key || !mcp.servers.is_empty() {
+        let key = SealingKey::load(&data.dir, true)?;
+        source.check_sealing_key(&key)?;
+        if !mcp.servers.is_empty() {
+            mcp_document = Some(crate::upstream::shared_config::seal(&key, &mcp)?);
+        }
     }
 
     let mut report = MigrationReport {
@@ -168,6 +192,18 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
                 params![sha256, bytes.len() as i64, bytes],
             )?;
         }
+        if let Some(doc) = &mcp_document {
+            tx.execute(
+                "INSERT INTO sealed_documents (name, revision, nonce, sealed, updated_at)
+                 VALUES (?1, 1, ?2, ?3, ?4)",
+                params![
+                    crate::upstream::shared_config::DOCUMENT,
+                    doc.nonce,
+                    doc.sealed,
+                    super::now()
+                ],
+            )?;
+        }
         for table in IDENTITIES {
             tx.execute(
                 &format!(
@@ -197,6 +233,8 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
             shas.sort();
             shas.dedup();
             shas.len() as i64
+        } else if *table == "sealed_documents" {
+            from + i64::from(mcp_document.is_some())
         } else {
             from
         };

@@ -1,16 +1,20 @@
-//! The operator's changes to `mcp_servers.json`: add, replace, remove,
+//! The operator's changes to the MCP servers' configuration
+//! (`mcp_servers.json`, or on a database replicas share the database's
+//! sealed copy, `shared_config.rs`): add, replace, remove,
 //! enable (test the server and pin the tool definitions it shows), disable,
 //! test, list a server's tools with their pin status, and read its stderr
 //! log. `skillhost mcp …` and the HTTP API (through `Host`) both use these,
 //! so a server is added or enabled the same way from either.
 //!
-//! Every change goes through [`McpConfig::update`] (a lock file, so two
-//! processes never lose each other's change) and then bumps the state
+//! Every change goes through [`update_config`]: [`McpConfig::update`] (a
+//! lock file, so two processes never lose each other's change), or the
+//! shared document's lock and compare-and-set; either then bumps the state
 //! generation, so a running host rebuilds its registry before its next call.
 //! Errors say what was wrong and what to do; their kind
 //! ([`ServerError`]) tells a front which status to answer.
 
 pub(crate) mod pins;
+pub(crate) mod shared_config;
 
 use std::collections::BTreeMap;
 
@@ -22,6 +26,7 @@ use skillhost_mcp::{
 use crate::error::{ServerError, StateError};
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
+use crate::state::sealing::SealingKey;
 use crate::upstream::pins::{StorePins, stdio_policy};
 
 /// A tool as a server shows it now, against the definition the operator
@@ -59,13 +64,19 @@ pub struct Enabled {
     pub unreachable: Option<String>,
 }
 
-/// The configuration in the data dir.
+/// The MCP servers' configuration: the data dir's file, or on a database
+/// replicas share, the database's.
 pub(crate) fn load(data: &DataDir) -> Result<McpConfig, ServerError> {
+    if data.database.is_shared() {
+        let store = Store::open(data)?;
+        let key = SealingKey::checked(&data.dir, &store).map_err(StateError::from)?;
+        return Ok(shared_config::load(&store, &key).map_err(StateError::from)?);
+    }
     McpConfig::load(&data.dir)
         .map_err(|e| ServerError::State(anyhow::anyhow!("{}: {e}", data.root.display()).into()))
 }
 
-/// The configured server `name`.
+/// Server `name` of `config`, or a not-found error naming the servers.
 pub(crate) fn find<'a>(config: &'a McpConfig, name: &str) -> Result<&'a ServerConfig, ServerError> {
     config
         .server(name)
@@ -97,6 +108,11 @@ pub(crate) fn update_config<T, E>(
 where
     E: std::fmt::Display + From<StateError>,
 {
+    if data.database.is_shared() {
+        let store = Store::open(data).map_err(StateError::from)?;
+        let key = SealingKey::checked(&data.dir, &store).map_err(StateError::from)?;
+        return shared_config::update(&store, &key, change);
+    }
     let mut refused = None;
     let out = McpConfig::update(&data.dir, |c| {
         change(c).map_err(|e| {

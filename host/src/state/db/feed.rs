@@ -5,16 +5,25 @@
 //! tokens). It wakes the host's change watcher (`Host::changes`) the moment
 //! another replica commits, so connected MCP clients hear of new tools
 //! within the time a notification takes to arrive rather than at the
-//! watcher's next poll. (The call path does not wait for it: it asks the
-//! database at most every `REGISTRY_RECHECK`, as on SQLite, so a change is
-//! in force for the next call even before its notification arrives.)
+//! watcher's next poll.
+//!
+//! It also spares the call path the database: while the feed listens, a
+//! snapshot (registry, tokens) stands until the feed's [`epoch`] moves
+//! (or [`FEED_RECHECK`] passes, in case the connection stalled without
+//! closing), so a busy replica asks the database nothing per call. While
+//! the feed is away, [`epoch`] is `None` and the host asks the database
+//! every `REGISTRY_RECHECK`, as on SQLite.
 //!
 //! It reconnects on its own after losing the server, and each
 //! (re)connection counts as a change, so whatever was missed meanwhile is
 //! read again.
+//!
+//! [`epoch`]: ChangeFeed::epoch
+//! [`FEED_RECHECK`]: crate::limits::FEED_RECHECK
 
 use std::future::poll_fn;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::Notify;
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -28,6 +37,10 @@ pub(crate) const CHANNEL: &str = "skillhost_changes";
 #[derive(Default)]
 struct Shared {
     notify: Notify,
+    /// Bumped on every notification and every (re)connection or loss.
+    epoch: AtomicU64,
+    /// Whether the feed listens now (a notification would arrive).
+    live: AtomicBool,
 }
 
 /// A running change feed; stops when dropped.
@@ -58,6 +71,19 @@ impl ChangeFeed {
     pub async fn changed(&self) {
         self.shared.notify.notified().await
     }
+
+    /// A number that moves whenever another connection commits a change
+    /// to what is served (once its notification arrives), while the feed
+    /// listens; `None` while it does not, when only asking the database
+    /// tells. Read it before the database: a change committed after the
+    /// read moves it.
+    pub fn epoch(&self) -> Option<u64> {
+        if self.shared.live.load(Ordering::Acquire) {
+            Some(self.shared.epoch.load(Ordering::Acquire))
+        } else {
+            None
+        }
+    }
 }
 
 impl Drop for ChangeFeed {
@@ -67,7 +93,13 @@ impl Drop for ChangeFeed {
 }
 
 fn bump(shared: &Shared) {
+    shared.epoch.fetch_add(1, Ordering::AcqRel);
     shared.notify.notify_waiters();
+}
+
+fn set_live(shared: &Shared, live: bool) {
+    shared.live.store(live, Ordering::Release);
+    bump(shared);
 }
 
 async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: CancellationToken) {
@@ -95,7 +127,7 @@ async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: Cance
                 match client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
                     Ok(()) => {
                         // Whatever changed while the feed was away.
-                        bump(&shared);
+                        set_live(&shared, true);
                         tokio::select! {
                             _ = &mut driver => {}
                             () = stop.cancelled() => {
@@ -106,7 +138,7 @@ async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: Cance
                     }
                     Err(e) => tracing::debug!("cannot listen for database changes: {e}"),
                 }
-                bump(&shared);
+                set_live(&shared, false);
                 driver.abort();
             }
             Err(e) => tracing::debug!("the database change feed cannot connect: {e}"),
