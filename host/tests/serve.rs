@@ -1,6 +1,7 @@
 //! `skillhost serve --stdio` against the official MCP Python SDK client
 //! (tests/peers/serve_client.py), in both protocol eras.
 
+#[macro_use]
 mod common;
 use common::{local_skills_data, run_python_client, skillhost, stderr};
 
@@ -292,6 +293,7 @@ fn check_skills(report: &Value) {
     );
 }
 
+on_each_database! {
 #[test]
 fn python_sdk_client_over_stdio_modern_era() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -299,15 +301,16 @@ fn python_sdk_client_over_stdio_modern_era() {
     let report = run_client(&data, "auto");
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     check(&report, &data);
-}
+}}
 
+on_each_database! {
 #[test]
 fn python_sdk_client_over_stdio_legacy_era() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = data_dir(work.path());
     let report = run_client(&data, "legacy");
     check(&report, &data);
-}
+}}
 
 #[test]
 fn unknown_persona_fails_at_start() {

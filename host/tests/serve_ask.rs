@@ -10,6 +10,7 @@
 //! The skill is the conformance fixtures (`plugins/conformance-fixtures`),
 //! here with `permissions.sampling` approved and no `permissions.roots`.
 
+#[macro_use]
 mod common;
 use common::{skillhost, start_http, stderr, stdout};
 
@@ -216,6 +217,7 @@ fn text(result: &Value) -> String {
         .to_string()
 }
 
+on_each_database! {
 #[test]
 fn rounds_carry_their_answers_and_the_state_cannot_be_bent() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -359,8 +361,9 @@ fn rounds_carry_their_answers_and_the_state_cannot_be_bent() {
     assert!(r.status >= 400 || r.body.get("error").is_some(), "{r:?}");
     c.still_answers(&ana);
     c.still_answers(&bob);
-}
+}}
 
+on_each_database! {
 #[test]
 fn answers_are_checked_and_only_declared_capabilities_are_asked() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -445,8 +448,9 @@ fn answers_are_checked_and_only_declared_capabilities_are_asked() {
     assert!(text(result).contains("permissions.roots"), "{r:?}");
     assert!(result.get("inputRequests").is_none(), "{r:?}");
     c.still_answers(&ana);
-}
+}}
 
+on_each_database! {
 #[test]
 fn a_prompt_asks_for_the_arguments_it_was_not_given() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -518,8 +522,9 @@ fn a_prompt_asks_for_the_arguments_it_was_not_given() {
         );
     }
     c.still_answers(&ana);
-}
+}}
 
+on_each_database! {
 /// The same with the official Python SDK's client in both eras: its
 /// elicitation callback sees one form asking for `arg2`, and the prompt
 /// comes back with the answer in it.
@@ -556,4 +561,4 @@ fn the_python_sdk_client_is_asked_for_a_prompts_missing_argument() {
             "{mode}: {report}"
         );
     }
-}
+}}

@@ -8,6 +8,7 @@
 //! a cancelled call of the lane gets no answer and stops, and closing stdin
 //! with a call in flight still delivers its answer before the process exits.
 
+#[macro_use]
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
@@ -132,6 +133,7 @@ fn words(answer: &Value) -> Option<u64> {
     answer["result"]["structuredContent"]["words"].as_u64()
 }
 
+on_each_database! {
 #[test]
 fn the_stdio_lane_survives_hostile_lines() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -280,7 +282,7 @@ fn the_stdio_lane_survives_hostile_lines() {
                 && e["tool"] == "text.word_count"),
         "no refusal recorded: {events}"
     );
-}
+}}
 
 /// The `_meta` of a 2026-07-28 request, with `extra` keys.
 fn era_meta(extra: Value) -> Value {
@@ -295,6 +297,7 @@ fn era_meta(extra: Value) -> Value {
     meta
 }
 
+on_each_database! {
 /// A 2026-07-28 session (no `initialize`: each request carries its
 /// `_meta`): plain calls take the lane and answer; a call that needs
 /// confirmation waits for the operator; a `_meta` that lacks a required
@@ -380,4 +383,4 @@ fn calls_of_the_2026_era_take_the_lane_and_odd_ones_get_the_sdks_answers() {
         !late.iter().any(|v| v["id"] == 20),
         "a cancelled call answered: {late:?}"
     );
-}
+}}

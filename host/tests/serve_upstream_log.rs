@@ -3,6 +3,7 @@
 //! official Python SDK (client and server, `tests/peers/py_server.py`'s
 //! `chatty` tool), at the client's level, with configured secrets redacted.
 
+#[macro_use]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -49,16 +50,18 @@ fn data_dir(work: &Path) -> PathBuf {
 }
 
 const CLIENT: &str = r##"
-import json, sys
+import json, os, sys
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import get_default_environment
 
 async def main():
     skillhost, data, level = sys.argv[1:4]
     lines = []
     async def on_log(params):
         lines.append(params.model_dump(mode="json", exclude_none=True))
-    params = StdioServerParameters(command=skillhost, args=["--data-dir", data, "serve", "--stdio", "--persona", "support"])
+    env = {**get_default_environment(), **{k: v for k, v in os.environ.items() if k == "SKILLHOST_DATABASE"}}
+    params = StdioServerParameters(command=skillhost, args=["--data-dir", data, "serve", "--stdio", "--persona", "support"], env=env)
     with anyio.fail_after(60):
         async with Client(params, mode="legacy", logging_callback=on_log) as client:
             if level != "none":
@@ -75,15 +78,15 @@ anyio.run(main)
 "##;
 
 fn run(data: &Path, level: &str) -> Value {
-    let o = Command::new(python())
-        .arg("-c")
+    let mut cmd = Command::new(python());
+    cmd.arg("-c")
         .arg(CLIENT)
         .arg(env!("CARGO_BIN_EXE_skillhost"))
         .arg(data)
         .arg(level)
-        .arg(SECRET)
-        .output()
-        .expect("run python");
+        .arg(SECRET);
+    with_database(&mut cmd, data);
+    let o = cmd.output().expect("run python");
     assert!(
         o.status.success(),
         "{}\n{}",
@@ -94,6 +97,7 @@ fn run(data: &Path, level: &str) -> Value {
     serde_json::from_str(out.lines().last().unwrap_or_default()).expect("client JSON")
 }
 
+on_each_database! {
 #[test]
 fn server_log_lines_reach_the_client_at_its_level_redacted() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -119,4 +123,4 @@ fn server_log_lines_reach_the_client_at_its_level_redacted() {
     // A client that asked for nothing gets nothing.
     let report = run(&data, "none");
     assert_eq!(report["lines"], json!([]), "{report}");
-}
+}}

@@ -4,6 +4,7 @@
 //! server `@modelcontextprotocol/server-everything`, whose
 //! `trigger-elicitation-request` tool asks its client a form.
 
+#[macro_use]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -71,6 +72,7 @@ fn text(result: &Value) -> String {
         .unwrap_or_default()
 }
 
+on_each_database! {
 #[test]
 fn an_upstream_question_reaches_the_persona_client_naming_the_server() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -106,7 +108,7 @@ fn an_upstream_question_reaches_the_persona_client_naming_the_server() {
         text(&report["result"]).to_lowercase().contains("decline"),
         "{report}"
     );
-}
+}}
 
 /// The open questions, as `skillhost runs questions --json` lists them
 /// (another process than the `serve` whose call waits).
@@ -131,6 +133,7 @@ fn wait_question(data: &Path) -> Value {
     panic!("no question reached the operator");
 }
 
+on_each_database! {
 /// A client that cannot be asked: the question waits for the operator,
 /// who answers from another process; a bad answer is refused saying why
 /// and changes nothing; an answer lands once.
@@ -218,8 +221,9 @@ fn a_question_no_client_can_answer_goes_to_the_operator() {
         !stdout(&o).contains("Operator Olga"),
         "the answer stays out of events"
     );
-}
+}}
 
+on_each_database! {
 /// Declined by the operator: the server is told so.
 #[test]
 fn the_operator_may_decline_a_question() {
@@ -238,4 +242,4 @@ fn the_operator_may_decline_a_question() {
         text(&report["result"]).to_lowercase().contains("decline"),
         "{report}"
     );
-}
+}}

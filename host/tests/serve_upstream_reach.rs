@@ -9,6 +9,7 @@
 //! only to a client that declares the capability, so a server the operator
 //! did not allow never sees them declared.
 
+#[macro_use]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -83,6 +84,7 @@ fn text(report: &Value) -> String {
         .unwrap_or_default()
 }
 
+on_each_database! {
 #[test]
 fn without_the_operator_a_server_gets_no_sampling_or_roots() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -132,8 +134,9 @@ fn without_the_operator_a_server_gets_no_sampling_or_roots() {
         "{}",
         stderr(&bad)
     );
-}
+}}
 
+on_each_database! {
 #[test]
 fn allowed_requests_reach_the_persona_client_and_its_answer_the_server() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -174,4 +177,4 @@ fn allowed_requests_reach_the_persona_client_and_its_answer_the_server() {
         failed.contains("sampling") && (r["error"].is_string() || r["result"]["isError"] == true),
         "{r}"
     );
-}
+}}

@@ -135,6 +135,38 @@ pub struct McpFront {
 struct ToolCache {
     specs: Option<Arc<[Arc<ToolSpec>]>>,
     tools: Arc<[Tool]>,
+    /// The tools whose input schema asks for arguments in `Mcp-Param-*`
+    /// headers, found once per list rather than per call.
+    header_params: std::collections::HashSet<String>,
+}
+
+impl ToolCache {
+    /// Makes the MCP tools of `specs` unless they are made already.
+    fn refresh(&mut self, specs: Arc<[Arc<ToolSpec>]>) {
+        if self.specs.as_ref().is_some_and(|s| Arc::ptr_eq(s, &specs)) {
+            return;
+        }
+        self.tools = specs.iter().filter_map(|s| mcp_tool(s)).collect();
+        self.header_params = self
+            .tools
+            .iter()
+            .filter(|t| annotated(&t.input_schema))
+            .map(|t| t.name.to_string())
+            .collect();
+        self.specs = Some(specs);
+    }
+}
+
+/// Whether a schema has an `x-mcp-header` key at any depth.
+fn annotated(schema: &serde_json::Map<String, Value>) -> bool {
+    schema.iter().any(|(key, value)| {
+        key == "x-mcp-header"
+            || match value {
+                Value::Object(o) => annotated(o),
+                Value::Array(items) => items.iter().any(|i| i.as_object().is_some_and(annotated)),
+                _ => false,
+            }
+    })
 }
 
 impl std::fmt::Debug for McpFront {
@@ -212,41 +244,25 @@ impl McpFront {
     /// The MCP tools of `specs`, made once per list (see [`ToolCache`]).
     fn cached_tools(&self, specs: Arc<[Arc<ToolSpec>]>) -> Arc<[Tool]> {
         let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-        if !cache.specs.as_ref().is_some_and(|s| Arc::ptr_eq(s, &specs)) {
-            cache.tools = specs.iter().filter_map(|s| mcp_tool(s)).collect();
-            cache.specs = Some(specs);
-        }
+        cache.refresh(specs);
         cache.tools.clone()
     }
 
     /// Whether tool `name`'s input schema asks for arguments in
     /// `Mcp-Param-*` headers (an `x-mcp-header` key at any depth): rmcp
     /// checks those headers against the body. An unknown tool says no (its
-    /// call refuses it).
+    /// call refuses it). A lookup in the set made with the tool list.
     pub(crate) fn takes_header_params(&self, name: &str) -> bool {
-        let tools = match self.host.tool_specs_last_read(self.caller.persona_id()) {
-            Some(specs) => self.cached_tools(specs),
-            None => match self.tools() {
-                Ok(tools) => tools,
+        let specs = match self.host.tool_specs_last_read(self.caller.persona_id()) {
+            Some(specs) => specs,
+            None => match self.specs() {
+                Ok(specs) => specs,
                 Err(_) => return false,
             },
         };
-        fn annotated(schema: &serde_json::Map<String, Value>) -> bool {
-            schema.iter().any(|(key, value)| {
-                key == "x-mcp-header"
-                    || match value {
-                        Value::Object(o) => annotated(o),
-                        Value::Array(items) => {
-                            items.iter().any(|i| i.as_object().is_some_and(annotated))
-                        }
-                        _ => false,
-                    }
-            })
-        }
-        tools
-            .iter()
-            .find(|t| t.name == name)
-            .is_some_and(|t| annotated(&t.input_schema))
+        let mut cache = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        cache.refresh(specs);
+        cache.header_params.contains(name)
     }
 
     fn skills(&self) -> Result<Vec<SkillInfo>, ErrorData> {
@@ -1358,6 +1374,45 @@ mod tests {
             output_schema: Some(json!({"type": "object"})),
             open_world: !server.starts_with("skill:"),
         }
+    }
+
+    #[test]
+    fn the_tools_taking_header_params_are_found_once_per_list_at_any_depth() {
+        let with = |name: &str, schema: Value| {
+            let mut s = spec(name, "mcp:notes", false);
+            s.input_schema = schema;
+            Arc::new(s)
+        };
+        let specs: Arc<[Arc<ToolSpec>]> = vec![
+            with("notes.plain", json!({"type": "object"})),
+            with(
+                "notes.top",
+                json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+            ),
+            with(
+                "notes.deep",
+                json!({"type": "object", "properties": {"items": {"type": "array",
+                    "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties":
+                        {"k": {"type": "string", "x-mcp-header": "K"}}}]}}}}),
+            ),
+            with(
+                "notes.named",
+                json!({"type": "object", "properties": {"x-mcp-header-like": {"type": "string"}}}),
+            ),
+        ]
+        .into();
+        let mut cache = ToolCache::default();
+        cache.refresh(specs.clone());
+        let mut found: Vec<&str> = cache.header_params.iter().map(String::as_str).collect();
+        found.sort_unstable();
+        assert_eq!(found, ["notes.deep", "notes.top"]);
+        // The same list: nothing made again.
+        let tools = cache.tools.clone();
+        cache.refresh(specs);
+        assert!(Arc::ptr_eq(&tools, &cache.tools));
+        // A new list replaces the set.
+        cache.refresh(vec![with("notes.plain", json!({"type": "object"}))].into());
+        assert!(cache.header_params.is_empty());
     }
 
     fn report(outcome: Outcome, server: &str, output: Option<Value>) -> RunReport {
