@@ -869,3 +869,100 @@ fn concurrent_mcp_changes_on_two_replicas_lose_nothing() {
         "{stored}"
     );
 }
+
+/// A replica reaches PostgreSQL over TLS when its URL says
+/// `sslmode=require`, verifying the server's certificate: against the CA
+/// `sslrootcert` names (every connection it makes, the change feed's too,
+/// is encrypted), and refusing, saying why, a server whose certificate it
+/// cannot verify (the platform's roots do not know the test CA; another
+/// CA's file).
+#[test]
+fn a_replica_reaches_postgres_over_verified_tls() {
+    let Some(db) = database::fresh("tls") else {
+        return;
+    };
+    let Some(ca) = database::ca_file() else {
+        eprintln!("skipped: the tests' PostgreSQL server has no test CA (tests/peers/postgres.sh)");
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let data_on = |name: &str, url: &str| {
+        let data = work.path().join(name);
+        std::fs::create_dir_all(&data).expect("data dir");
+        std::fs::write(
+            data.join("settings.json"),
+            json!({ "database": url }).to_string(),
+        )
+        .expect("settings");
+        data
+    };
+    let tls_url = format!("{}?sslmode=require&sslrootcert={}", db.url, ca.display());
+    let data = data_on("tls", &tls_url);
+    ok(&data, &["personas", "add", "ana"]);
+    let replica = Replica::start(&data, "127.0.0.1:1");
+    let (status, body) = replica.api("GET", "/personas", None);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.to_string().contains("ana"), "{body}");
+    let connections = |ssl: bool| {
+        db.sql(&format!(
+            "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+             WHERE a.datname = current_database() AND a.application_name LIKE 'skillhost%' \
+             AND s.ssl = {ssl}"
+        ))
+    };
+    within(Duration::from_secs(10), "the feed's connection", || {
+        connections(true).parse::<u32>().unwrap_or(0) >= 2
+    });
+    assert_eq!(connections(false), "0", "a connection in the clear");
+
+    // The platform's roots do not know the test CA: refused, saying so.
+    let unverified = data_on("unverified", &format!("{}?sslmode=require", db.url));
+    let o = skillhost(&unverified, &["personas", "list"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("could not be verified") && e.contains("sslrootcert=PATH"),
+        "{e}"
+    );
+    // Another CA's certificate (a fresh one): refused too.
+    let other_ca = work.path().join("other-ca.pem");
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=another CA",
+            "-keyout",
+        ])
+        .arg(work.path().join("other-ca.key"))
+        .arg("-out")
+        .arg(&other_ca)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let wrong = data_on(
+        "wrong-ca",
+        &format!(
+            "{}?sslmode=require&sslrootcert={}",
+            db.url,
+            other_ca.display()
+        ),
+    );
+    let o = skillhost(&wrong, &["personas", "list"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("could not be verified"),
+        "{}",
+        stderr(&o)
+    );
+    // The replica went on serving.
+    let (status, _) = replica.api("GET", "/personas", None);
+    assert_eq!(status, 200);
+}

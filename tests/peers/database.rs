@@ -51,6 +51,16 @@ pub fn server() -> Option<String> {
     (!url.is_empty()).then_some(url)
 }
 
+/// The CA certificate the tests' server's TLS certificate is signed by
+/// (`tests/peers/postgres.sh` makes it), if there is one.
+pub fn ca_file() -> Option<std::path::PathBuf> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|d| d.join("tests/peers/postgres.sh").exists())
+        .map(|root| root.join("target/peers/postgres-ca.pem"))?;
+    file.exists().then_some(file)
+}
+
 fn psql(url: &str, sql: &str) -> Result<(), String> {
     let out = Command::new("psql")
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])

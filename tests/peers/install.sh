@@ -11,8 +11,9 @@
 # the database server the shared-state tests run against:
 #   chromium, chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver),
 #   postgresql, haproxy (the load balancer in front of the replicas test's
-#                       servers), installed with apt-get when missing (as
-#                       root, or through sudo)
+#                       servers), openssl (the test CA of the server's TLS),
+#                       installed with apt-get when missing (as root, or
+#                       through sudo)
 # then starts the tests' PostgreSQL cluster (tests/peers/postgres.sh: a
 # non-root server on a private loopback port, its URL in
 # target/peers/postgres.url), on every run: a new machine or session has
@@ -48,6 +49,7 @@ missing=()
 [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] || missing+=(chromium chromium-driver)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
+command -v openssl >/dev/null || missing+=(openssl)
 if ((${#missing[@]})); then
     if command -v apt-get >/dev/null; then
         sudo=()

@@ -5,7 +5,9 @@
 # private loopback port only, trusting connections from loopback (it holds
 # test data only), with fsync off (a test cluster need not survive a power
 # cut; skillhost's own durability is tested on SQLite and by killing
-# replicas, not the server).
+# replicas, not the server). It also serves TLS, with a certificate for
+# 127.0.0.1 from a test CA made here; the CA's certificate goes to
+# target/peers/postgres-ca.pem, for the tests of `sslmode=require`.
 #
 #   tests/peers/postgres.sh start   create the cluster if missing, start it
 #                                   if stopped, write its URL to
@@ -21,6 +23,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 PORT="${SKILLHOST_TEST_PG_PORT:-55432}"
 DIR="${SKILLHOST_TEST_PG_DIR:-${TMPDIR:-/tmp}/skillhost-test-pg-$PORT}"
 URL_FILE="$ROOT/target/peers/postgres.url"
+CA_FILE="$ROOT/target/peers/postgres-ca.pem"
 
 die() {
     echo "tests/peers/postgres.sh: error: $*" >&2
@@ -49,9 +52,32 @@ start)
         as_owner "$BIN/initdb" -D "$DIR" -U postgres --auth=trust -E UTF8 --no-instructions >/dev/null ||
             die "initdb failed in $DIR"
     fi
+    if [[ ! -f "$DIR/server.crt" ]]; then
+        # A test CA and the server's certificate (127.0.0.1, localhost).
+        command -v openssl >/dev/null || die "openssl is not installed (Debian: apt-get install openssl)"
+        tls="$(mktemp -d)"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+            -subj "/CN=skillhost test CA" -keyout "$tls/ca.key" -out "$tls/ca.crt" \
+            -addext "basicConstraints=critical,CA:TRUE" \
+            -addext "keyUsage=critical,keyCertSign,cRLSign" >/dev/null 2>&1 ||
+            die "openssl could not make the test CA"
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -subj "/CN=127.0.0.1" -keyout "$tls/server.key" -out "$tls/server.csr" >/dev/null 2>&1 ||
+            die "openssl could not make the server's key"
+        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' >"$tls/ext"
+        openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+            -CAcreateserial -days 3650 -extfile "$tls/ext" -out "$tls/server.crt" >/dev/null 2>&1 ||
+            die "openssl could not sign the server's certificate"
+        install -m 600 -o "$OWNER" "$tls/server.key" "$DIR/server.key"
+        install -m 644 -o "$OWNER" "$tls/server.crt" "$DIR/server.crt"
+        install -m 644 -o "$OWNER" "$tls/ca.crt" "$DIR/ca.crt"
+        rm -rf "$tls"
+    fi
+    mkdir -p "$(dirname "$CA_FILE")"
+    cp "$DIR/ca.crt" "$CA_FILE"
     if ! as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
         as_owner "$BIN/pg_ctl" -D "$DIR" -l "$DIR/server.log" -w -t 60 start \
-            -o "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories='$DIR' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+            -o "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories='$DIR' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c ssl=on -c ssl_cert_file=$DIR/server.crt -c ssl_key_file=$DIR/server.key" \
             >/dev/null || die "the server did not start (see $DIR/server.log)"
     fi
     url="postgres://postgres@127.0.0.1:$PORT/postgres"
@@ -63,7 +89,7 @@ stop)
     if [[ -f "$DIR/PG_VERSION" ]]; then
         as_owner "$BIN/pg_ctl" -D "$DIR" -m fast -w stop >/dev/null 2>&1 || true
     fi
-    rm -f "$URL_FILE"
+    rm -f "$URL_FILE" "$CA_FILE"
     ;;
 *)
     die "usage: tests/peers/postgres.sh [start|stop]"

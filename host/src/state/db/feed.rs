@@ -26,10 +26,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use crate::limits::{DB_CONNECT_TIMEOUT, DB_FEED_RETRY};
+use crate::limits::DB_FEED_RETRY;
 
 /// The channel the triggers notify.
 pub(crate) const CHANNEL: &str = "skillhost_changes";
@@ -53,17 +53,11 @@ impl ChangeFeed {
     /// Starts listening to the database at `url` (on the database
     /// runtime; it connects in the background and keeps reconnecting).
     pub fn start(url: &str) -> Result<ChangeFeed, super::DbError> {
-        let mut config: tokio_postgres::Config =
-            url.parse().map_err(|e| super::DbError::Postgres {
-                code: None,
-                message: format!("the database URL is not valid: {e}"),
-            })?;
-        config.connect_timeout(DB_CONNECT_TIMEOUT);
-        config.application_name("skillhost-feed");
+        let target = super::tls::target(url, "skillhost-feed")?;
         let shared = Arc::new(Shared::default());
         let stop = CancellationToken::new();
         let rt = super::postgres::runtime()?;
-        rt.spawn(listen(config, shared.clone(), stop.clone()));
+        rt.spawn(listen(target, shared.clone(), stop.clone()));
         Ok(ChangeFeed { shared, stop })
     }
 
@@ -102,12 +96,12 @@ fn set_live(shared: &Shared, live: bool) {
     bump(shared);
 }
 
-async fn listen(config: tokio_postgres::Config, shared: Arc<Shared>, stop: CancellationToken) {
+async fn listen(target: super::tls::Target, shared: Arc<Shared>, stop: CancellationToken) {
     loop {
         if stop.is_cancelled() {
             return;
         }
-        match config.connect(NoTls).await {
+        match target.config.connect(target.tls.clone()).await {
             Ok((client, mut connection)) => {
                 // Polling the connection both runs the client's requests
                 // and yields the notifications.

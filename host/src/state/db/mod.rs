@@ -16,6 +16,7 @@
 mod feed;
 mod postgres;
 mod sqlite;
+mod tls;
 
 pub(crate) use self::feed::{CHANNEL as FEED_CHANNEL, ChangeFeed};
 

@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
 use super::{DbError, Param, Result, ValueRef};
-use crate::limits::{DB_CONNECT_TIMEOUT, DB_QUERY_TIMEOUT};
+use crate::limits::DB_QUERY_TIMEOUT;
 
 /// A value owned by a parameter on its way to the server or by a row on
 /// its way back.
@@ -186,14 +186,27 @@ pub(crate) fn numbered(sql: &str) -> String {
 
 /// One connection to a PostgreSQL server.
 pub(crate) struct PgConn {
-    config: tokio_postgres::Config,
+    target: super::tls::Target,
     client: Mutex<Arc<Client>>,
     statements: Mutex<HashMap<String, Statement>>,
     in_transaction: AtomicBool,
 }
 
-async fn open(config: tokio_postgres::Config) -> Result<Client> {
-    let (client, connection) = config.connect(NoTls).await.map_err(pg_error)?;
+async fn open(target: super::tls::Target) -> Result<Client> {
+    let (client, connection) = target.config.connect(target.tls).await.map_err(
+        |e| match pg_error(e) {
+            DbError::Postgres { code, message } if message.contains("invalid peer certificate") => {
+                DbError::Postgres {
+                    code,
+                    message: format!(
+                        "{message} (the server's certificate could not be verified: name the CA \
+                         that signed it with `sslrootcert=PATH` in the database URL)"
+                    ),
+                }
+            }
+            e => e,
+        },
+    )?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!("a database connection ended: {e}");
@@ -203,17 +216,13 @@ async fn open(config: tokio_postgres::Config) -> Result<Client> {
 }
 
 impl PgConn {
-    /// Connects to the server `url` names (a `postgres://` URL).
+    /// Connects to the server `url` names (a `postgres://` URL; TLS as
+    /// its `sslmode` asks, see `tls.rs`).
     pub fn connect(url: &str) -> Result<PgConn> {
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| DbError::Postgres {
-            code: None,
-            message: format!("the database URL is not valid: {e}"),
-        })?;
-        config.connect_timeout(DB_CONNECT_TIMEOUT);
-        config.application_name("skillhost");
-        let client = run(open(config.clone()))?;
+        let target = super::tls::target(url, "skillhost")?;
+        let client = run(open(target.clone()))?;
         Ok(PgConn {
-            config,
+            target,
             client: Mutex::new(Arc::new(client)),
             statements: Mutex::new(HashMap::new()),
             in_transaction: AtomicBool::new(false),
@@ -225,7 +234,7 @@ impl PgConn {
     fn client(&self) -> Result<Arc<Client>> {
         let mut client = self.client.lock().unwrap_or_else(|e| e.into_inner());
         if client.is_closed() && !self.in_transaction.load(Ordering::Relaxed) {
-            *client = Arc::new(run(open(self.config.clone()))?);
+            *client = Arc::new(run(open(self.target.clone()))?);
             self.statements
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
