@@ -197,6 +197,14 @@ fn structured(entry: &Value) -> &Value {
     &entry["result"]["structuredContent"]
 }
 
+/// A data dir `name` under `work` whose `settings.json` is `settings`.
+fn data_dir(work: &Path, name: &str, settings: Value) -> PathBuf {
+    let data = work.join(name);
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::write(data.join("settings.json"), settings.to_string()).expect("settings");
+    data
+}
+
 /// Polls `check` every 10 ms for at most `limit`; how long it took.
 fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
@@ -244,14 +252,11 @@ fn replicas_share_one_database_behind_a_balancer() {
     let skill_dirs = skills(work.path());
     let datas: Vec<PathBuf> = (0..3)
         .map(|i| {
-            let data = work.path().join(format!("r{i}"));
-            std::fs::create_dir_all(&data).expect("data dir");
-            std::fs::write(
-                data.join("settings.json"),
-                json!({ "skill_dirs": skill_dirs, "database": db.url }).to_string(),
+            data_dir(
+                work.path(),
+                &format!("r{i}"),
+                json!({ "skill_dirs": skill_dirs, "database": db.url }),
             )
-            .expect("settings");
-            data
         })
         .collect();
     // The operator's setup, through replica 0's data dir.
@@ -684,13 +689,7 @@ fn migrate_copies_a_sqlite_data_dir_into_postgres() {
     assert_eq!(report["installs_without_bundle"], json!([]), "{report}");
 
     // A data dir on the database sees the same state.
-    let dst = work.path().join("dst");
-    std::fs::create_dir_all(&dst).expect("dst");
-    std::fs::write(
-        dst.join("settings.json"),
-        json!({ "database": db.url }).to_string(),
-    )
-    .expect("settings");
+    let dst = data_dir(work.path(), "dst", json!({ "database": db.url }));
     // It needs the source's key (the MCP configuration went sealed under it).
     let o = skillhost(&dst, &["personas", "list"]);
     assert!(
@@ -764,13 +763,11 @@ fn a_replica_whose_change_feed_is_cut_still_sees_every_change() {
     };
     let work = tempfile::tempdir().expect("tempdir");
     let skill_dirs = skills(work.path());
-    let data = work.path().join("r0");
-    std::fs::create_dir_all(&data).expect("data dir");
-    std::fs::write(
-        data.join("settings.json"),
-        json!({ "skill_dirs": skill_dirs, "database": db.url }).to_string(),
-    )
-    .expect("settings");
+    let data = data_dir(
+        work.path(),
+        "r0",
+        json!({ "skill_dirs": skill_dirs, "database": db.url }),
+    );
     ok(&data, &["skills", "trust", "text-tools"]);
     ok(&data, &["personas", "add", "ana"]);
     let replica = Replica::start(&data, "127.0.0.1:1");
@@ -828,16 +825,7 @@ fn concurrent_mcp_changes_on_two_replicas_lose_nothing() {
     };
     let work = tempfile::tempdir().expect("tempdir");
     let datas: Vec<PathBuf> = (0..2)
-        .map(|i| {
-            let data = work.path().join(format!("r{i}"));
-            std::fs::create_dir_all(&data).expect("data dir");
-            std::fs::write(
-                data.join("settings.json"),
-                json!({ "database": db.url }).to_string(),
-            )
-            .expect("settings");
-            data
-        })
+        .map(|i| data_dir(work.path(), &format!("r{i}"), json!({ "database": db.url })))
         .collect();
     ok(&datas[0], &["personas", "add", "ana"]);
     std::fs::copy(datas[0].join("secrets.key"), datas[1].join("secrets.key")).expect("the key");
@@ -886,16 +874,7 @@ fn a_replica_reaches_postgres_over_verified_tls() {
         return;
     };
     let work = tempfile::tempdir().expect("tempdir");
-    let data_on = |name: &str, url: &str| {
-        let data = work.path().join(name);
-        std::fs::create_dir_all(&data).expect("data dir");
-        std::fs::write(
-            data.join("settings.json"),
-            json!({ "database": url }).to_string(),
-        )
-        .expect("settings");
-        data
-    };
+    let data_on = |name: &str, url: &str| data_dir(work.path(), name, json!({ "database": url }));
     let tls_url = format!("{}?sslmode=require&sslrootcert={}", db.url, ca.display());
     let data = data_on("tls", &tls_url);
     ok(&data, &["personas", "add", "ana"]);
