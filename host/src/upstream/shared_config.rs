@@ -160,3 +160,128 @@ pub(crate) fn adopt(data: &DataDir, store: &Store, key: &SealingKey) -> anyhow::
     }
     Ok(adopted)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ServerError;
+    use skillhost_mcp::ServerConfig;
+
+    /// A data dir (on SQLite, whose store has the same table) and its key.
+    fn setup() -> (tempfile::TempDir, DataDir, Store, SealingKey) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let data = DataDir::open(&tmp.path().join("data")).expect("data dir");
+        let store = Store::open_sqlite(&data.root).expect("store");
+        let key = SealingKey::checked(&data.dir, &store).expect("key");
+        (tmp, data, store, key)
+    }
+
+    fn add(store: &Store, key: &SealingKey, name: &str) -> Result<(), ServerError> {
+        update(store, key, |c| {
+            c.servers
+                .push(ServerConfig::stdio(name, "node", ["server.js"]));
+            Ok::<_, ServerError>(())
+        })
+    }
+
+    #[test]
+    fn changes_land_sealed_and_a_refused_change_writes_nothing() {
+        let (_tmp, _data, store, key) = setup();
+        assert!(load(&store, &key).expect("empty").servers.is_empty());
+        add(&store, &key, "a").expect("add a");
+        add(&store, &key, "b").expect("add b");
+        let names: Vec<String> = load(&store, &key)
+            .expect("load")
+            .servers
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        let (revision, sealed) = store
+            .sealed_document(DOCUMENT)
+            .expect("read")
+            .expect("written");
+        assert_eq!(revision, 2);
+        assert!(
+            !sealed.sealed.windows(9).any(|w| w == b"server.js"),
+            "sealed, not in the clear"
+        );
+        // A change that refuses, and one the configuration cannot take
+        // (a duplicate name): nothing written.
+        let refused = update(&store, &key, |_| {
+            Err::<(), _>(ServerError::Conflict("no".into()))
+        });
+        assert!(matches!(refused, Err(ServerError::Conflict(_))));
+        let e = add(&store, &key, "a").expect_err("a duplicate");
+        assert!(e.to_string().contains("two servers"), "{e}");
+        assert_eq!(
+            store.sealed_document(DOCUMENT).expect("read").map(|d| d.0),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn altered_bytes_or_another_key_are_an_error_naming_the_key_never_a_config() {
+        let (tmp, _data, store, key) = setup();
+        add(&store, &key, "a").expect("add");
+        let (revision, mut sealed) = store
+            .sealed_document(DOCUMENT)
+            .expect("read")
+            .expect("written");
+        sealed.sealed[3] ^= 0x55;
+        assert!(
+            store
+                .put_sealed_document(DOCUMENT, Some(revision), &sealed)
+                .expect("tamper")
+        );
+        let e = load(&store, &key).expect_err("altered");
+        assert!(e.to_string().contains("does not open"), "{e}");
+        let other_dir = tmp.path().join("other");
+        std::fs::create_dir_all(&other_dir).expect("dir");
+        let other = cap_std::fs::Dir::open_ambient_dir(&other_dir, cap_std::ambient_authority())
+            .expect("dir");
+        let other = SealingKey::load(&other, true).expect("other key");
+        sealed.sealed[3] ^= 0x55;
+        assert!(
+            store
+                .put_sealed_document(DOCUMENT, Some(revision + 1), &sealed)
+                .expect("restore")
+        );
+        assert_eq!(load(&store, &key).expect("restored").servers.len(), 1);
+        let e = load(&store, &other).expect_err("another key");
+        assert!(e.to_string().contains("secrets.key"), "{e}");
+    }
+
+    #[test]
+    fn the_first_data_dir_with_servers_is_adopted_and_a_differing_file_is_ignored() {
+        let (_tmp, data, store, key) = setup();
+        assert_eq!(
+            adopt(&data, &store, &key).expect("no file"),
+            Adoption::Nothing
+        );
+        let mut file = McpConfig::default();
+        file.servers
+            .push(ServerConfig::stdio("local", "python3", ["s.py"]));
+        file.save(&data.dir).expect("save");
+        assert_eq!(
+            adopt(&data, &store, &key).expect("adopt"),
+            Adoption::Adopted(1)
+        );
+        assert_eq!(load(&store, &key).expect("load"), file);
+        assert_eq!(adopt(&data, &store, &key).expect("same"), Adoption::Nothing);
+        file.servers
+            .push(ServerConfig::stdio("other", "python3", ["t.py"]));
+        file.save(&data.dir).expect("save");
+        assert_eq!(
+            adopt(&data, &store, &key).expect("differs"),
+            Adoption::Ignored
+        );
+        assert_eq!(load(&store, &key).expect("load").servers.len(), 1, "kept");
+        // A malformed file is never adopted.
+        data.dir.write(CONFIG_FILE, "{not json").expect("write");
+        assert_eq!(
+            adopt(&data, &store, &key).expect("malformed"),
+            Adoption::Nothing
+        );
+    }
+}
