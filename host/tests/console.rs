@@ -9,7 +9,8 @@
 
 mod common;
 use common::{
-    HttpServer, local_skills_data, python, repo, skillhost, start_http_with, stderr, stdout,
+    HttpServer, free_port, local_skills_data, python, repo, skillhost, start_http_with, stderr,
+    stdout,
 };
 
 use std::io::{Read, Write};
@@ -421,13 +422,6 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn start_driver() -> Driver {

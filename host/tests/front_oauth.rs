@@ -34,7 +34,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{command, python, repo};
+use common::{command, free_port, python, repo};
 use oidc::{
     AuthorizationServer, Peer, assert_secrets_absent, collect, files_under, http_client,
     jwt_claims, run_to_end, runtime, text_of, wait_bounded,
@@ -50,14 +50,6 @@ const SHORT_TTL: u64 = 2;
 
 // ---------------------------------------------------------------------------
 // skillhost
-
-/// A free loopback port (bound and released: `serve` takes it next).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 /// Runs `skillhost --data-dir DATA ARGS…` to the end (bounded); its stdout,
 /// asserting success.

@@ -19,7 +19,7 @@
 //! (see tests/peers/database.rs); CI always has one.
 
 mod common;
-use common::{HttpServer, database, skill_folder, skillhost, start_http_with, stderr};
+use common::{HttpServer, database, free_port, skill_folder, skillhost, start_http_with, stderr};
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -48,14 +48,6 @@ impl Drop for Balancer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A free loopback port (bound, then released for haproxy to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// haproxy on `port`, round robin over `replicas`.

@@ -208,8 +208,6 @@ impl HostBuilder {
         });
         let host = Host { inner };
         host.inner.expire_pending();
-        // On a database replicas share, every replica looks for runs whose
-        // runner died (an expired lease) twice per lease.
         if host.inner.data.database.is_shared() {
             // Every replica seals under the same key: checked now, so a
             // replica without it says so at once rather than at its first
@@ -221,6 +219,8 @@ impl HostBuilder {
                 &lock(&host.inner.store),
                 &key,
             )?;
+            // Every replica looks for runs whose runner died (an expired
+            // lease) twice per lease.
             let weak = Arc::downgrade(&host.inner);
             tokio::spawn(async move {
                 loop {

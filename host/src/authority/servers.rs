@@ -94,7 +94,9 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub fn mcp_servers(&self) -> Result<McpConfig, ServerError> {
-        upstream::load(&self.inner.data)
+        self.inner
+            .mcp_config()
+            .map_err(|e| ServerError::State(e.into()))
     }
 
     /// The configuration of server `name`.

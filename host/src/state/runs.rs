@@ -628,12 +628,9 @@ impl Store {
     pub(crate) fn interrupt_orphaned_runs(&self) -> db::Result<Vec<String>> {
         if self.db().dialect() == Dialect::Postgres {
             return self.db().query_map(
-                &format!(
-                    "UPDATE runs SET outcome = 'interrupted', updated_at_ms = ?1, error = '{}'
-                     WHERE outcome = 'running' AND lease_until_ms < ?1 RETURNING run_id",
-                    INTERRUPTED_BY_LEASE
-                ),
-                params![now_ms()],
+                "UPDATE runs SET outcome = 'interrupted', updated_at_ms = ?1, error = ?2
+                 WHERE outcome = 'running' AND lease_until_ms < ?1 RETURNING run_id",
+                params![now_ms(), INTERRUPTED_BY_LEASE],
                 |r| r.get(0),
             );
         }
@@ -649,12 +646,9 @@ impl Store {
                 continue;
             }
             let changed = self.db().execute(
-                &format!(
-                    "UPDATE runs SET outcome = 'interrupted', updated_at_ms = ?2, error = '{}'
-                     WHERE run_id = ?1 AND outcome = 'running'",
-                    INTERRUPTED_BY_EXIT
-                ),
-                params![run_id, now_ms()],
+                "UPDATE runs SET outcome = 'interrupted', updated_at_ms = ?2, error = ?3
+                 WHERE run_id = ?1 AND outcome = 'running'",
+                params![run_id, now_ms(), INTERRUPTED_BY_EXIT],
             )?;
             if changed > 0 {
                 interrupted.push(run_id);

@@ -48,6 +48,16 @@ const FORGET_UNNAMED_BLOBS: &str = "DELETE FROM blobs WHERE NOT EXISTS
        (SELECT 1 FROM installed_skills WHERE bundle_sha256 = blobs.sha256)
      AND NOT EXISTS (SELECT 1 FROM refs WHERE refs.sha256 = blobs.sha256)";
 
+/// Stores `bytes` under their sha256 `sha256` in `blobs` (once), on `tx`.
+pub(super) fn put_blob_on(tx: &db::Db, sha256: &str, bytes: &[u8]) -> db::Result<()> {
+    tx.execute(
+        "INSERT INTO blobs (sha256, size, bytes) VALUES (?1, ?2, ?3)
+         ON CONFLICT (sha256) DO NOTHING",
+        params![sha256, bytes.len() as i64, bytes],
+    )?;
+    Ok(())
+}
+
 fn parse_version(s: String) -> db::Result<semver::Version> {
     semver::Version::parse(&s)
         .map_err(|e| db::DbError::Value(format!("installed version {s:?} is not semver: {e}")))
@@ -81,11 +91,7 @@ impl Store {
     pub fn add_installed(&mut self, r: &InstalledRecord, bundle: Option<&[u8]>) -> db::Result<()> {
         self.db().transaction(|tx| {
             if let (Some(bytes), Some(sha256)) = (bundle, &r.bundle_sha256) {
-                tx.execute(
-                    "INSERT INTO blobs (sha256, size, bytes) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (sha256) DO NOTHING",
-                    params![sha256, bytes.len() as i64, bytes],
-                )?;
+                put_blob_on(tx, sha256, bytes)?;
             }
             tx.execute(
                 "INSERT INTO installed_skills
@@ -141,12 +147,7 @@ impl Store {
 
     /// Stores `bytes` under their sha256 `sha256` in `blobs` (once).
     pub(crate) fn put_blob(&self, sha256: &str, bytes: &[u8]) -> db::Result<()> {
-        self.db().execute(
-            "INSERT INTO blobs (sha256, size, bytes) VALUES (?1, ?2, ?3)
-             ON CONFLICT (sha256) DO NOTHING",
-            params![sha256, bytes.len() as i64, bytes],
-        )?;
-        Ok(())
+        put_blob_on(self.db(), sha256, bytes)
     }
 
     /// Deletes the blobs no install and no ref names any more.

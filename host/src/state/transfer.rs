@@ -186,11 +186,7 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
             }
         }
         for (sha256, bytes) in &ref_blobs {
-            tx.execute(
-                "INSERT INTO blobs (sha256, size, bytes) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (sha256) DO NOTHING",
-                params![sha256, bytes.len() as i64, bytes],
-            )?;
+            super::skills::put_blob_on(tx, sha256, bytes)?;
         }
         if let Some(doc) = &mcp_document {
             tx.execute(

@@ -71,6 +71,15 @@ pub fn with_database(cmd: &mut Command, data: &Path) {
     };
 }
 
+/// A free loopback port (bound, then released for the next process to
+/// take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 /// The MCP servers' configuration as stored for the data dir `data`: its
 /// `mcp_servers.json` on SQLite; on PostgreSQL, the database's shared
 /// document, opened here with the data dir's `secrets.key` (read

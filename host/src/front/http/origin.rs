@@ -28,12 +28,14 @@ use axum::http::header::{HOST, ORIGIN};
 /// ```
 #[derive(Debug, Clone)]
 pub struct OriginPolicy {
-    port: u16,
-    /// Lowercased host names, IPv6 addresses in brackets.
-    hosts: Vec<String>,
-    /// Lowercased authorities accepted as they are: the operator's extra
-    /// names with a port, and without one.
-    exact: Vec<String>,
+    /// Lowercased `Host` values accepted, made once: every name the server
+    /// answers to (IPv6 addresses in brackets) with its port, and the
+    /// operator's extra addresses as given (a bare name also without a
+    /// port).
+    accepted: Vec<String>,
+    /// The operator's extra addresses, lowercased: the only ones an
+    /// `https://` origin may name.
+    named: Vec<String>,
 }
 
 /// Whether `h` names a port (`name:port`, `[v6]:port`).
@@ -63,33 +65,22 @@ impl OriginPolicy {
         if !bound.ip().is_unspecified() {
             hosts.push(host_form(bound.ip()));
         }
-        let mut exact = Vec::new();
-        for h in extra.iter().map(|h| h.to_ascii_lowercase()) {
-            if has_port(&h) {
-                exact.push(h);
-            } else {
-                exact.push(h.clone());
-                hosts.push(h);
-            }
-        }
-        hosts.sort();
-        hosts.dedup();
-        exact.sort();
-        exact.dedup();
-        OriginPolicy {
-            port: bound.port(),
-            hosts,
-            exact,
-        }
+        let mut named: Vec<String> = extra.iter().map(|h| h.to_ascii_lowercase()).collect();
+        named.sort();
+        named.dedup();
+        hosts.extend(named.iter().filter(|h| !has_port(h)).cloned());
+        let port = bound.port();
+        let mut accepted: Vec<String> = hosts.iter().map(|h| format!("{h}:{port}")).collect();
+        accepted.extend(named.iter().cloned());
+        accepted.sort();
+        accepted.dedup();
+        OriginPolicy { accepted, named }
     }
 
     fn authority_ok(&self, authority: &str) -> bool {
-        let authority = authority.to_ascii_lowercase();
-        self.exact.contains(&authority)
-            || self
-                .hosts
-                .iter()
-                .any(|h| authority == format!("{h}:{}", self.port))
+        self.accepted
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(authority))
     }
 
     /// Checks a request's `Host` and `Origin`; the error says which was
@@ -118,7 +109,7 @@ impl OriginPolicy {
                 if let Some(a) = o.strip_prefix("http://") {
                     self.authority_ok(a)
                 } else if let Some(a) = o.strip_prefix("https://") {
-                    self.exact.contains(&a.to_ascii_lowercase())
+                    self.named.iter().any(|h| h.eq_ignore_ascii_case(a))
                 } else {
                     false
                 }
@@ -136,13 +127,11 @@ impl OriginPolicy {
     }
 
     fn allowed(&self) -> Vec<String> {
-        let mut all: Vec<String> = self
-            .hosts
+        self.accepted
             .iter()
-            .map(|h| format!("{h}:{}", self.port))
-            .collect();
-        all.extend(self.exact.iter().filter(|h| has_port(h)).cloned());
-        all
+            .filter(|h| has_port(h))
+            .cloned()
+            .collect()
     }
 }
 
