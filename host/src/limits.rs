@@ -217,6 +217,12 @@ pub const REGISTRY_RECHECK: std::time::Duration = std::time::Duration::from_mill
 /// one second a change may take to reach every replica.
 pub const FEED_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How often a replica waiting for another's lock on a shared document
+/// (an HTTP server's OAuth sign-in being refreshed) asks again: refreshes
+/// take one round trip to an authorization server, tens of milliseconds,
+/// and a waiter needs the new tokens soon after, not at once.
+pub const DOCUMENT_LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Most runs and events queued for the writer thread before a call that
 /// records one waits for room: 16 384 (about 16 MiB of queued rows). The
 /// writer commits at least every 2 ms while writes arrive, so the queue

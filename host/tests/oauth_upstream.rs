@@ -16,8 +16,15 @@
 //! file. Two more: tokens bound to a resource the server names by its
 //! origin are refreshed for that resource by a later process, and
 //! processes refreshing at once (the provider rotates refresh tokens and
-//! revokes the grant when one is used twice) keep the sign-in. Every wait
-//! is bounded; the four tests take about 20 s together.
+//! revokes the grant when one is used twice) keep the sign-in.
+//!
+//! Each runs on both databases (`on_each_database!`): on PostgreSQL the
+//! sign-in is a sealed document in the database, not a file, and the scan
+//! for tokens covers a dump of the database too. One more test runs
+//! replicas: a sign-in carried by `migrate`, used and refreshed by two
+//! replicas at once, signed out through one and gone from the other, and a
+//! data dir's sign-in adopted by the first replica on a new database.
+//! Every wait is bounded.
 
 mod common;
 #[path = "common/oidc.rs"]
@@ -339,13 +346,25 @@ fn token_file(data: &Path) -> PathBuf {
     data.join("mcp").join(SERVER).join("oauth.json")
 }
 
-/// The token file's content.
-fn tokens(data: &Path) -> Value {
-    let text = std::fs::read_to_string(token_file(data)).expect("the token file");
-    serde_json::from_str(&text).expect("the token file is JSON")
+/// The sign-in kept for the data dir's server: its token file on SQLite;
+/// on PostgreSQL the database's sealed document (opened here with the data
+/// dir's key). `None` when nothing is kept.
+fn kept(data: &Path) -> Option<Value> {
+    let text = match common::database_of(data) {
+        None => std::fs::read_to_string(token_file(data)).ok()?,
+        Some(db) => {
+            common::sealed_document(&db, &data.join("secrets.key"), &format!("oauth:{SERVER}"))?
+        }
+    };
+    Some(serde_json::from_str(&text).expect("a kept sign-in is JSON"))
 }
 
-/// The access and refresh tokens the token file holds now.
+/// The kept sign-in, which must exist.
+fn tokens(data: &Path) -> Value {
+    kept(data).expect("a kept sign-in")
+}
+
+/// The access and refresh tokens kept now.
 fn token_values(data: &Path) -> (String, Option<String>) {
     let file = tokens(data);
     let response = &file["credentials"]["token_response"];
@@ -357,13 +376,12 @@ fn token_values(data: &Path) -> (String, Option<String>) {
     (access, refresh)
 }
 
-/// Unix seconds when the stored access token expires.
-fn expires_at(data: &Path) -> u64 {
-    let file = tokens(data);
-    let received = file["credentials"]["token_received_at"]
+/// Unix seconds when the access token of the sign-in `kept` expires.
+fn expires_at(kept: &Value) -> u64 {
+    let received = kept["credentials"]["token_received_at"]
         .as_u64()
         .expect("token_received_at");
-    let lifetime = file["credentials"]["token_response"]["expires_in"]
+    let lifetime = kept["credentials"]["token_response"]["expires_in"]
         .as_u64()
         .expect("expires_in");
     received + lifetime
@@ -376,15 +394,20 @@ fn now() -> u64 {
         .as_secs()
 }
 
-/// Sleeps until the stored access token has expired (and a second more),
-/// at most `ACCESS_TTL + 3` seconds.
-fn wait_past_expiry(data: &Path) {
-    let until = expires_at(data) + 1;
+/// Sleeps until the access token of `kept` has expired (and a second
+/// more), at most `ACCESS_TTL + 3` seconds.
+fn wait_until_expired(kept: &Value) {
+    let until = expires_at(kept) + 1;
     let limit = Instant::now() + Duration::from_secs(ACCESS_TTL + 3);
     while now() <= until {
         assert!(Instant::now() < limit, "the access token does not expire");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Sleeps until the access token kept for `data` has expired.
+fn wait_past_expiry(data: &Path) {
+    wait_until_expired(&tokens(data));
 }
 
 /// `mcp list --json`'s `sign_in` of the server.
@@ -427,15 +450,35 @@ fn assert_alice(who: &Value, resource: &str) {
 }
 
 /// Fails if any of `secrets` is in a file of `data` other than the token
-/// file, or in any of `texts`.
+/// file (on PostgreSQL, any file, and the database in the clear or in
+/// hex), or in any of `texts`.
 fn assert_no_token_outside_the_token_file(data: &Path, secrets: &[String], texts: &[String]) {
     assert!(!secrets.is_empty());
     let keep = token_file(data);
     let files: Vec<PathBuf> = files_under(data)
         .into_iter()
-        .filter(|f| *f != keep)
+        .filter(|f| *f != keep || common::database_of(data).is_some())
         .collect();
     assert_secrets_absent(&files, secrets, texts);
+    if let Some(db) = common::database_of(data) {
+        assert_not_in_database(&db, secrets);
+    }
+}
+
+/// Fails if any of `secrets` is in `db`, as text or as bytes.
+fn assert_not_in_database(db: &common::database::TestDatabase, secrets: &[String]) {
+    let dump = db.dump();
+    assert!(dump.contains("sealed_documents"), "the dump holds no data");
+    for s in secrets {
+        assert!(
+            !dump.contains(s.as_str()),
+            "a token is in the database in the clear"
+        );
+        assert!(
+            !dump.contains(&hex::encode(s.as_bytes())),
+            "a token is in the database as bytes"
+        );
+    }
 }
 
 /// Runs tests/peers/http_calls.py: `calls` through `serve --http` as the
@@ -496,6 +539,7 @@ fn sign_in_quickly(t: &Transcript, rt: &tokio::runtime::Runtime, data: &Path) {
 // ---------------------------------------------------------------------------
 // The tests
 
+on_each_database! {
 /// Sign in through the real authorization server's pages, call, renew an
 /// expired access token, lose the refresh token, and find no token
 /// anywhere but the token file.
@@ -540,7 +584,7 @@ fn sign_in_call_refresh_and_a_dead_refresh_against_real_peers() {
     assert!(!call.status.success(), "{}", call.stdout);
     let login_hint = format!("skillhost mcp login {SERVER}");
     assert!(call.stderr.contains(&login_hint), "{}", call.stderr);
-    assert!(!token_file(&data).exists());
+    assert!(kept(&data).is_none());
 
     // A running serve waits for the sign-in.
     let serve = Serve::start(&data);
@@ -624,11 +668,18 @@ fn sign_in_call_refresh_and_a_dead_refresh_against_real_peers() {
         state["expires_at"].as_u64().is_some_and(|at| at > now()),
         "{state}"
     );
-    let mode = std::fs::metadata(token_file(&data))
-        .expect("the token file")
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    if common::database_of(&data).is_none() {
+        let mode = std::fs::metadata(token_file(&data))
+            .expect("the token file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    } else {
+        assert!(
+            !token_file(&data).exists(),
+            "on a shared database the sign-in is the database's, not a file"
+        );
+    }
     let mut secrets = Vec::new();
     let (access, refresh) = token_values(&data);
     let refresh = refresh.expect("a refresh token (offline_access)");
@@ -751,7 +802,9 @@ fn sign_in_call_refresh_and_a_dead_refresh_against_real_peers() {
         "after the refresh token was refused, mcp list still says it renews by itself: {state}"
     );
 }
+}
 
+on_each_database! {
 /// A callback with a forged `state`, and one where the person refused:
 /// `mcp login` fails saying so, and no token file is written.
 #[test]
@@ -790,7 +843,7 @@ fn hostile_callbacks_leave_no_token_file() {
         ran.stderr
     );
     assert!(!ran.stdout.contains("signed in"), "{}", ran.stdout);
-    assert!(!token_file(&data).exists());
+    assert!(kept(&data).is_none());
     assert_eq!(provider.grants("authorization_code"), 0);
 
     // The person cancels at the authorization server, which sends them
@@ -809,12 +862,14 @@ fn hostile_callbacks_leave_no_token_file() {
         "the refusal is not named: {}",
         ran.stderr
     );
-    assert!(!token_file(&data).exists());
+    assert!(kept(&data).is_none());
     assert_eq!(provider.grants("authorization_code"), 0);
     let state = sign_in_state(&Transcript::default(), &data);
     assert_eq!(state["state"], "signed_out", "{state}");
 }
+}
 
+on_each_database! {
 /// Tokens bound to the resource the server's metadata names (its origin,
 /// not its `/mcp` URL) are refreshed for that resource by a later process
 /// too (RFC 8707: the refresh asks for the resource the grant was for).
@@ -852,7 +907,9 @@ fn tokens_for_a_resource_named_by_its_origin_are_refreshed_by_a_later_process() 
     );
     drop(protected);
 }
+}
 
+on_each_database! {
 /// Processes sharing the token file refresh one after the other: with
 /// refresh tokens rotated at every use, two presenting the same one would
 /// make the authorization server revoke the whole grant.
@@ -902,5 +959,185 @@ fn processes_refreshing_at_once_keep_the_sign_in() {
         !provider.stderr().contains("refresh_token status=400"),
         "{}",
         provider.stderr()
+    );
+}
+}
+
+/// A replica's data dir `name` under `work` on the database `url`, with the
+/// sealing key `key` (every replica of one database has the same).
+fn replica(work: &Path, name: &str, url: &str, key: &Path) -> PathBuf {
+    let data = work.join(name);
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::write(
+        data.join("settings.json"),
+        json!({ "database": url }).to_string(),
+    )
+    .expect("settings");
+    std::fs::copy(key, data.join("secrets.key")).expect("copy secrets.key");
+    std::fs::set_permissions(
+        data.join("secrets.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    data
+}
+
+/// The sign-in `db` keeps, opened with `key`.
+fn shared_sign_in(db: &common::database::TestDatabase, key: &Path) -> Value {
+    let text = common::sealed_document(db, key, &format!("oauth:{SERVER}"))
+        .expect("the database keeps the sign-in");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// Replicas on one PostgreSQL share the sign-in: `migrate` carries a data
+/// dir's sign-in into the database; a call through another replica uses
+/// it; after expiry, four calls through two replicas at once refresh in
+/// turn (the provider rotates refresh tokens and revokes a grant whose
+/// refresh token is used twice) and all go through; no replica has a
+/// token file and the tokens are nowhere in the clear; a sign-out through
+/// one replica is the other's at once. Then the first replica on a new
+/// database adopts a data dir's sign-in, so nobody signs in again.
+#[test]
+fn replicas_share_one_sign_in_and_refresh_it_in_turn() {
+    let Some(db) = common::database::fresh("oauth_replicas") else {
+        return;
+    };
+    let provider = oidc::start_provider(&["--access-ttl", &ACCESS_TTL.to_string()]);
+    let issuer = provider.ready.clone();
+    let (protected, url, resource) = start_protected(&issuer, ResourceAt::Endpoint);
+    let rt = runtime();
+    let t = Transcript::default();
+    let work = tempfile::tempdir().expect("tempdir");
+
+    // One host on SQLite signs in, then moves to PostgreSQL.
+    let single = work.path().join("single");
+    write_config(&single, &url);
+    run(&t, &single, &["mcp", "enable", SERVER], &[]).ok("mcp enable");
+    sign_in_quickly(&t, &rt, &single);
+    let signed_in = tokens(&single);
+    let migrated = run(&t, &single, &["migrate", "--to", &db.url], &[]);
+    migrated.ok("migrate");
+    assert!(
+        migrated
+            .stdout
+            .contains(&format!("OAuth sign-ins carried (sealed): {SERVER}")),
+        "{}",
+        migrated.stdout
+    );
+    let key = single.join("secrets.key");
+    assert_eq!(
+        shared_sign_in(&db, &key)["credentials"],
+        signed_in["credentials"]
+    );
+
+    // Replica B calls with the sign-in it never made.
+    let a = replica(work.path(), "a", &db.url, &key);
+    let b = replica(work.path(), "b", &db.url, &key);
+    let whoami_tool = format!("{SERVER}.whoami");
+    let out = run(&t, &b, &["call", &whoami_tool], &[]);
+    assert_alice(&whoami(&out.ok("call on b").json()), &resource);
+    let state = sign_in_state(&t, &a);
+    assert_eq!(state["state"], "signed_in", "{state}");
+    assert_eq!(state["issuer"], issuer.as_str(), "{state}");
+
+    // After expiry, two replicas at once, two calls each.
+    wait_until_expired(&shared_sign_in(&db, &key));
+    let before = shared_sign_in(&db, &key);
+    let refreshes = provider.grants("refresh_token");
+    let outs: Vec<Ran> = std::thread::scope(|s| {
+        let calls: Vec<_> = [&a, &b, &a, &b]
+            .into_iter()
+            .map(|data| s.spawn(|| run(&t, data, &["call", &whoami_tool], &[])))
+            .collect();
+        calls
+            .into_iter()
+            .map(|c| c.join().expect("a call thread"))
+            .collect()
+    });
+    for out in &outs {
+        assert!(
+            out.status.success(),
+            "a call failed:\n{}\nprovider:\n{}",
+            out.stderr,
+            provider.stderr()
+        );
+        assert_alice(&whoami(&out.json()), &resource);
+    }
+    assert!(
+        provider.grants("refresh_token") > refreshes,
+        "{}",
+        provider.stderr()
+    );
+    assert!(
+        !provider.stderr().contains("refresh_token status=400"),
+        "a refresh token was presented twice:\n{}",
+        provider.stderr()
+    );
+    let after = shared_sign_in(&db, &key);
+    assert_ne!(
+        after["credentials"]["token_response"]["access_token"],
+        before["credentials"]["token_response"]["access_token"],
+        "the shared access token was not renewed"
+    );
+    // The sign-in outlives the race: A's next call after the next expiry
+    // renews it again.
+    wait_until_expired(&after);
+    let out = run(&t, &a, &["call", &whoami_tool], &[]);
+    assert_alice(&whoami(&out.ok("call on a, later").json()), &resource);
+
+    // No token file on a replica; no token in the clear anywhere.
+    let mut secrets = Vec::new();
+    for kept in [&signed_in, &before, &after, &shared_sign_in(&db, &key)] {
+        let response = &kept["credentials"]["token_response"];
+        for field in ["access_token", "refresh_token"] {
+            if let Some(v) = response[field].as_str() {
+                secrets.push(v.to_string());
+            }
+        }
+    }
+    secrets.sort();
+    secrets.dedup();
+    assert!(secrets.len() >= 4, "{secrets:?}");
+    for replica in [&a, &b] {
+        assert!(!token_file(replica).exists(), "{}", replica.display());
+    }
+    let mut files = files_under(&a);
+    files.extend(files_under(&b));
+    let mut texts = t.all();
+    texts.push(provider.stderr());
+    texts.push(protected.stderr());
+    assert_secrets_absent(&files, &secrets, &texts);
+    assert_not_in_database(&db, &secrets);
+
+    // Signed out through B: A sees it at once, and says how to sign in.
+    run(&t, &b, &["mcp", "logout", SERVER], &[]).ok("mcp logout on b");
+    let state = sign_in_state(&t, &a);
+    assert_eq!(state["state"], "signed_out", "{state}");
+    let out = run(&t, &a, &["call", &whoami_tool], &[]);
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains(&format!("skillhost mcp login {SERVER}")),
+        "{}",
+        out.stderr
+    );
+
+    // The first replica on a new database takes the data dir's sign-in
+    // along with its MCP servers.
+    let Some(second) = common::database::fresh("oauth_adopt") else {
+        return;
+    };
+    std::fs::write(
+        single.join("settings.json"),
+        json!({ "database": second.url }).to_string(),
+    )
+    .expect("settings");
+    let state = sign_in_state(&t, &single);
+    assert_eq!(state["state"], "signed_in", "{state}");
+    assert_eq!(
+        shared_sign_in(&second, &key)["client"],
+        tokens(&single)["client"],
+        "the data dir's sign-in, as its token file holds it"
     );
 }

@@ -460,8 +460,8 @@ fn secs_text(d: Duration) -> String {
 /// Everything a connection needs from its owner.
 pub(crate) struct ConnectContext<'a> {
     pub policy: &'a StdioPolicy,
-    /// The server's folder (its token file lives there).
-    pub dir: std::path::PathBuf,
+    /// Where the server's sign-in is kept.
+    pub tokens: &'a crate::oauth::TokenHome,
     /// The server's working folder (stdio).
     pub work_dir: std::path::PathBuf,
     pub log: Arc<StderrLog>,
@@ -740,7 +740,7 @@ impl Connection {
                 refused = Some(redirects.clone());
                 let deadline = tokio::time::Instant::now() + timeout;
                 let outcome = if config.uses_oauth() {
-                    let store = TokenStore::new(&ctx.dir, &url);
+                    let store = ctx.tokens.store(config);
                     let manager = crate::oauth::stored_manager(config, &store).await?;
                     let client = rmcp::transport::AuthClient::new(http, manager);
                     auth = Some(SessionAuth {
@@ -787,7 +787,7 @@ impl Connection {
                 if config.uses_oauth() {
                     // Each request asks the manager for its token, so one
                     // that expires is refreshed between requests.
-                    let store = TokenStore::new(&ctx.dir, &url);
+                    let store = ctx.tokens.store(config);
                     let manager: SharedManager = Arc::new(tokio::sync::Mutex::new(
                         crate::oauth::stored_manager(config, &store).await?,
                     ));

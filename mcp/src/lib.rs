@@ -50,7 +50,7 @@ pub use manager::{
 };
 pub use oauth::{
     Browser, HeadlessBrowser, LOGIN_WAIT, LoopbackBrowser, MAX_SIGN_IN_ATTEMPTS, OAuthSettings,
-    SignInReport, SignInState, TOKEN_FILE, sign_in_state,
+    SignInReport, SignInState, TOKEN_FILE, TokenHome, TokenVault, sign_in_state,
 };
 pub use policy::{
     ALLOW_ARBITRARY_STDIO_ENV, DEFAULT_STDIO_ALLOWLIST, StdioPolicy, code_loading_env,

@@ -32,7 +32,7 @@ use crate::client::{
 };
 use crate::config::{McpConfig, ServerConfig, valid_server_name};
 use crate::elicit::UpstreamElicitor;
-use crate::oauth::{Browser, Challenge, MAX_SIGN_IN_ATTEMPTS, TokenStore, sign_in};
+use crate::oauth::{Browser, Challenge, MAX_SIGN_IN_ATTEMPTS, TokenHome, TokenStore, sign_in};
 use crate::policy::StdioPolicy;
 use crate::server_log::ServerLogSink;
 use crate::stderr_log::StderrLog;
@@ -207,10 +207,14 @@ pub struct ManagerOptions {
     /// that hits a challenge fails saying which `skillhost mcp login` to
     /// run.
     pub browser: Option<Arc<dyn Browser>>,
+    /// Where the servers' sign-ins are kept. Default: the token files of
+    /// the data dir at `data_root`.
+    pub tokens: TokenHome,
 }
 
 impl ManagerOptions {
-    /// Defaults: default policy and restart policy, in-memory pins, 2 s grace.
+    /// Defaults: default policy and restart policy, in-memory pins, 2 s
+    /// grace, sign-ins in the data dir's token files.
     ///
     /// ```
     /// let o = skillhost_mcp::ManagerOptions::new("data".into());
@@ -218,6 +222,7 @@ impl ManagerOptions {
     /// ```
     pub fn new(data_root: PathBuf) -> ManagerOptions {
         ManagerOptions {
+            tokens: TokenHome::Files(data_root.clone()),
             data_root,
             policy: StdioPolicy::default(),
             restart: RestartPolicy::default(),
@@ -320,6 +325,16 @@ impl McpManager {
                 supervising: std::sync::atomic::AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Where this manager's servers' sign-ins are kept.
+    ///
+    /// ```
+    /// let m = skillhost_mcp::McpManager::new(skillhost_mcp::ManagerOptions::new("data".into()));
+    /// assert!(matches!(m.token_home(), skillhost_mcp::TokenHome::Files(_)));
+    /// ```
+    pub fn token_home(&self) -> &TokenHome {
+        &self.inner.opts.tokens
     }
 
     /// Whether [`connect_all`](Self::connect_all) has finished.
@@ -851,7 +866,7 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
                     s.pid = None;
                     s.session = None;
                 });
-                let store = TokenStore::of(&inner.opts.data_root, &config);
+                let store = inner.opts.tokens.store(&config);
                 if wait_for_sign_in(&store, &stop).await {
                     continue;
                 }
@@ -984,7 +999,7 @@ async fn open_session(
     loop {
         let ctx = ConnectContext {
             policy: &inner.opts.policy,
-            dir: dir.clone(),
+            tokens: &inner.opts.tokens,
             work_dir: dir.join("work"),
             log: slot.log.clone(),
             signals: signals.clone(),
@@ -1031,7 +1046,7 @@ async fn open_session(
             return Err(OpenError::SignIn(challenge));
         };
         sign_ins += 1;
-        let store = TokenStore::of(&inner.opts.data_root, config);
+        let store = inner.opts.tokens.store(config);
         sign_in(config, &store, browser.as_ref(), Some(&challenge), &[])
             .await
             .map_err(OpenError::Failed)?;
@@ -1206,7 +1221,8 @@ pub struct TestStep {
 /// ```no_run
 /// # async fn f() {
 /// let s = skillhost_mcp::ServerConfig::stdio("notes", "python3", ["notes.py"]);
-/// let r = skillhost_mcp::test_server(&s, &Default::default(), "data".as_ref()).await;
+/// let home = skillhost_mcp::TokenHome::Files("data".into());
+/// let r = skillhost_mcp::test_server(&s, &Default::default(), "data".as_ref(), &home).await;
 /// println!("{}", serde_json::to_string_pretty(&r).unwrap());
 /// # }
 /// ```
@@ -1214,6 +1230,7 @@ pub async fn test_server(
     config: &ServerConfig,
     policy: &StdioPolicy,
     data_root: &std::path::Path,
+    tokens: &TokenHome,
 ) -> TestReport {
     let mut report = TestReport {
         server: config.name.clone(),
@@ -1228,7 +1245,7 @@ pub async fn test_server(
     let (sig_tx, _sig_rx) = mpsc::unbounded_channel();
     let ctx = ConnectContext {
         policy,
-        dir: dir.clone(),
+        tokens,
         work_dir: dir.join("work"),
         log,
         signals: sig_tx,

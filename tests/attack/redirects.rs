@@ -285,7 +285,13 @@ async fn a_cross_origin_redirect_at_connect_is_not_followed() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let s = server("cross", &a.url("/cross"));
 
-    let report = test_server(&s, &StdioPolicy::default(), tmp.path()).await;
+    let report = test_server(
+        &s,
+        &StdioPolicy::default(),
+        tmp.path(),
+        &skillhost_mcp::TokenHome::Files(tmp.path().to_path_buf()),
+    )
+    .await;
     let connect = report
         .steps
         .first()

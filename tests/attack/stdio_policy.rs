@@ -249,7 +249,13 @@ async fn inline_code_and_code_loading_env_are_refused_before_anything_runs() {
             );
             assert_not_run(&lab, &a, "the manager");
 
-            let report = test_server(&s, &policy, &root).await;
+            let report = test_server(
+                &s,
+                &policy,
+                &root,
+                &skillhost_mcp::TokenHome::Files(root.clone()),
+            )
+            .await;
             assert!(!report.ok, "{}, {which}: {report:?}", a.name);
             let connect = report.steps.first().and_then(|s| s.error.clone());
             assert!(

@@ -139,6 +139,21 @@ impl TestDatabase {
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
+
+    /// Everything the database holds, as `pg_dump` writes it (data only):
+    /// to search it for what must never be stored in the clear.
+    pub fn dump(&self) -> String {
+        let out = Command::new("pg_dump")
+            .args(["--data-only", "--no-owner", &self.url])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run pg_dump: {e}"));
+        assert!(
+            out.status.success(),
+            "pg_dump: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 impl Drop for TestDatabase {

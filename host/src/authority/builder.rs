@@ -214,11 +214,23 @@ impl HostBuilder {
             // secret; and the data dir's MCP servers become the shared
             // ones if the database has none yet.
             let key = host.inner.sealing_key()?;
-            crate::upstream::shared_config::adopt(
+            let servers = {
+                let store = lock(&host.inner.store);
+                crate::upstream::shared_config::adopt(&host.inner.data, &store, &key)?;
+                crate::upstream::shared_config::load(&store, &key)?.servers
+            };
+            // And its HTTP servers' sign-ins, where the database has none.
+            let adopted = crate::upstream::shared_sign_ins::adopt(
                 &host.inner.data,
-                &lock(&host.inner.store),
-                &key,
-            )?;
+                host.inner.mcp.token_home(),
+                &servers,
+            );
+            if !adopted.is_empty() {
+                tracing::info!(
+                    "the data dir's OAuth sign-ins of {} are now the shared database's",
+                    adopted.join(", ")
+                );
+            }
             // Every replica looks for runs whose runner died (an expired
             // lease) twice per lease.
             let weak = Arc::downgrade(&host.inner);

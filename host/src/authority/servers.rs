@@ -175,7 +175,8 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn enable_mcp_server(&self, name: &str) -> Result<Enabled, ServerError> {
-        let mut enabled = upstream::enable(&self.inner.data, name).await?;
+        let mut enabled =
+            upstream::enable(&self.inner.data, self.inner.mcp.token_home(), name).await?;
         self.inner.changed();
         self.restart_mcp_server(name).await;
         enabled.unreachable = enabled.unreachable.map(|e| self.redacted(&e));
@@ -208,7 +209,8 @@ impl Host {
     /// ```
     pub async fn test_mcp_server(&self, name: &str) -> Result<TestReport, ServerError> {
         let server = self.mcp_server(name)?;
-        let mut report = upstream::test(&self.inner.data, &server).await?;
+        let mut report =
+            upstream::test(&self.inner.data, self.inner.mcp.token_home(), &server).await?;
         if server.enabled && report.ok {
             upstream::feed_registry(&self.inner.data, name, report.tools.clone())?;
             self.inner.changed();
@@ -239,26 +241,36 @@ impl Host {
         scopes: &[String],
     ) -> Result<SignInReport, ServerError> {
         let server = self.mcp_server(name)?;
-        upstream::sign_in(&self.inner.data, &server, browser, scopes)
-            .await
-            .map_err(|e| match e {
-                ServerError::Unreachable(m) => ServerError::Unreachable(self.redacted(&m)),
-                other => other,
-            })
+        upstream::sign_in(
+            &self.inner.data,
+            self.inner.mcp.token_home(),
+            &server,
+            browser,
+            scopes,
+        )
+        .await
+        .map_err(|e| match e {
+            ServerError::Unreachable(m) => ServerError::Unreachable(self.redacted(&m)),
+            other => other,
+        })
     }
 
     /// Removes server `name`'s OAuth tokens (`true` when there were
     /// some); records a `server_signed_out` event.
     pub fn sign_out_mcp_server(&self, name: &str) -> Result<bool, ServerError> {
         let server = self.mcp_server(name)?;
-        upstream::sign_out(&self.inner.data, &server)
+        upstream::sign_out(&self.inner.data, self.inner.mcp.token_home(), &server)
     }
 
-    /// Where server `name` stands with OAuth (from its token file; no
-    /// token is shown).
+    /// Where server `name` stands with OAuth (from its kept sign-in: the
+    /// token file, or on a shared database the database's; no token is
+    /// shown).
     pub fn mcp_sign_in_state(&self, name: &str) -> Result<SignInState, ServerError> {
         let server = self.mcp_server(name)?;
-        Ok(skillhost_mcp::sign_in_state(&self.inner.data.root, &server))
+        Ok(skillhost_mcp::sign_in_state(
+            self.inner.mcp.token_home(),
+            &server,
+        ))
     }
 
     /// Server `name`'s tools as they would be registered, with their pin
@@ -275,7 +287,7 @@ impl Host {
         &self,
         name: &str,
     ) -> Result<Vec<(McpTool, PinStatus)>, ServerError> {
-        let tools = upstream::tools(&self.inner.data, name)
+        let tools = upstream::tools(&self.inner.data, self.inner.mcp.token_home(), name)
             .await
             .map_err(|e| match e {
                 ServerError::Unreachable(m) => ServerError::Unreachable(self.redacted(&m)),

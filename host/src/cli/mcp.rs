@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use skillhost_mcp::{
     CONFIG_FILE, LOGIN_WAIT, LoopbackBrowser, ServerConfig, SignInState, TestReport, TransportKind,
-    sign_in_state,
 };
 
 use skillhost::{Host, ServerError};
@@ -280,10 +279,10 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                     .iter()
                     .map(|s| {
                         let mut v = masked(s);
-                        v["sign_in"] = json!(sign_in_state(host.data_dir(), s));
-                        v
+                        v["sign_in"] = json!(host.mcp_sign_in_state(&s.name)?);
+                        Ok(v)
                     })
-                    .collect();
+                    .collect::<anyhow::Result<_>>()?;
                 println!("{}", serde_json::to_string_pretty(&all)?);
             } else if config.servers.is_empty() {
                 println!(
@@ -309,7 +308,7 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                         .map(|k| format!("{k}=***"))
                         .chain(s.headers.keys().map(|k| format!("{k}: ***")))
                         .collect();
-                    let sign_in = match sign_in_state(host.data_dir(), s) {
+                    let sign_in = match host.mcp_sign_in_state(&s.name)? {
                         SignInState::NotUsed => String::new(),
                         state => format!("  oauth: {}", sign_in_text(&state)),
                     };
@@ -425,7 +424,7 @@ async fn run_with(host: &Host, cmd: McpCommand) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 println!("signed in to {name:?}: {}", sign_in_text(&report.state));
-                println!("tokens kept in {}", report.token_file.display());
+                println!("tokens kept in {}", report.kept_in);
             }
             Ok(())
         }

@@ -639,6 +639,15 @@ fn migrate(data_dir: &Path, url: &str, json: bool) -> anyhow::Result<()> {
         "{} blobs copied and checked against their sha256 ({} of them refs)",
         report.blobs, report.refs
     );
+    if !report.sign_ins.is_empty() {
+        println!(
+            "OAuth sign-ins carried (sealed): {}",
+            report.sign_ins.join(", ")
+        );
+    }
+    for (server, why) in &report.sign_ins_not_carried {
+        println!("warning: the sign-in of {server:?} was not carried ({why}): sign in again");
+    }
     for install in &report.installs_without_bundle {
         println!(
             "warning: {install} was installed before installs kept their bundle: other replicas \

@@ -1,13 +1,19 @@
 //! The `sealed_documents` table: documents replicas sharing a database
 //! share, sealed under the data dir's key (`sealing.rs`) so the database
-//! never holds them in the clear. Today one: the MCP servers'
-//! configuration (`upstream/shared.rs`). Each write is a compare-and-set
+//! never holds them in the clear: the MCP servers' configuration
+//! (`upstream/shared_config.rs`) and each HTTP server's OAuth sign-in
+//! (`upstream/shared_sign_ins.rs`). Each write is a compare-and-set
 //! on the document's revision, so two replicas changing it at once never
 //! lose each other's change: the loser reads the new revision and applies
 //! its change again.
 
+use std::time::{Duration, Instant};
+
+use sha2::{Digest as _, Sha256};
+
 use super::Store;
-use super::db::{self, params};
+use super::data_dir::DatabaseUrl;
+use super::db::{self, Db, PgConn, params};
 use super::sealing::Sealed;
 
 /// Key of the advisory lock writers of a sealed document hold (PostgreSQL).
@@ -65,6 +71,15 @@ impl Store {
         )
     }
 
+    /// The revision of document `name`, if it was ever written.
+    pub(crate) fn sealed_document_revision(&self, name: &str) -> db::Result<Option<i64>> {
+        self.db.query_opt(
+            "SELECT revision FROM sealed_documents WHERE name = ?1",
+            params![name],
+            |r| r.get(0),
+        )
+    }
+
     /// Writes the document `name` as revision `expected + 1` (1 when
     /// `expected` is `None`: the document must not exist yet), if its
     /// revision is still `expected`. Returns whether it was written (false:
@@ -91,6 +106,62 @@ impl Store {
         };
         Ok(written == 1)
     }
+}
+
+/// A PostgreSQL advisory lock named for one document, held on a
+/// connection of its own, so that holding it across a network round trip
+/// (an OAuth refresh) blocks no other query of the process. Released when
+/// dropped, or by the server when the process dies.
+pub(crate) struct DocumentLock {
+    db: Db,
+    key: i64,
+}
+
+impl DocumentLock {
+    /// Takes the lock named `name` on the database at `url`, waiting at
+    /// most `wait` for another holder to let go.
+    pub(crate) fn take(url: &DatabaseUrl, name: &str, wait: Duration) -> anyhow::Result<Self> {
+        let db = Db::Postgres(Box::new(
+            PgConn::connect(url.expose()).map_err(|e| anyhow::anyhow!("{url}: {e}"))?,
+        ));
+        let key = lock_key(name);
+        let deadline = Instant::now() + wait;
+        loop {
+            let taken: bool =
+                db.query_row("SELECT pg_try_advisory_lock(?1)", params![key], |r| {
+                    r.get(0)
+                })?;
+            if taken {
+                return Ok(DocumentLock { db, key });
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!(
+                    "another replica has held the lock of {name:?} for {} s",
+                    wait.as_secs()
+                );
+            }
+            std::thread::sleep(crate::limits::DOCUMENT_LOCK_POLL);
+        }
+    }
+}
+
+impl Drop for DocumentLock {
+    fn drop(&mut self) {
+        // The connection closes right after; the server would release the
+        // lock then anyway.
+        let _ = self
+            .db
+            .execute("SELECT pg_advisory_unlock(?1)", params![self.key]);
+    }
+}
+
+/// The advisory lock key of document `name`: the first 8 bytes of a
+/// digest, apart from every other lock key of the host by its prefix.
+fn lock_key(name: &str) -> i64 {
+    let digest = Sha256::digest(format!("skillhost-document-lock\0{name}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(first)
 }
 
 #[cfg(test)]

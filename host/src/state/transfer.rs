@@ -8,7 +8,9 @@
 //! from, and the data dir's ref files (which PostgreSQL keeps in `blobs`,
 //! so every replica reads them); and the data dir's `mcp_servers.json`,
 //! sealed under its `secrets.key` (replicas share the configuration in the
-//! database), with the key's fingerprint. An install made before installs kept
+//! database), with the key's fingerprint; and the HTTP servers' OAuth
+//! sign-ins (`mcp/<name>/oauth.json`), sealed the same way, so no replica
+//! signs in again. An install made before installs kept
 //! their bundle is copied as a record whose bundle other replicas cannot
 //! unpack; the report names it (installing it again fixes that).
 
@@ -20,7 +22,8 @@ use sha2::{Digest, Sha256};
 use super::Store;
 use super::data_dir::{DataDir, DatabaseUrl};
 use super::db::{Db, Owned, Param, PgConn, params};
-use super::sealing::{SECRETS_KEY_FILE, SealingKey};
+use super::sealing::{SECRETS_KEY_FILE, Sealed, SealingKey};
+use crate::upstream::shared_sign_ins;
 use skillhost_mcp::McpConfig;
 
 /// Every table copied, in an order that satisfies the foreign keys, with
@@ -95,6 +98,11 @@ pub struct MigrationReport {
     /// Installs whose bundle was not kept (installed before installs kept
     /// it): other replicas cannot unpack them until installed again.
     pub installs_without_bundle: Vec<String>,
+    /// The servers whose OAuth sign-in was carried (sealed).
+    pub sign_ins: Vec<String>,
+    /// Servers whose token file was not used, with why (they sign in
+    /// again on the replicas).
+    pub sign_ins_not_carried: Vec<(String, String)>,
 }
 
 /// Copies the state of the data dir at `data_dir` (its SQLite file and ref
@@ -131,18 +139,32 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
     let mcp = McpConfig::load(&data.dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let has_key = data.dir.exists(SECRETS_KEY_FILE);
     let mut mcp_document = None;
+    let mut report = MigrationReport {
+        refs: ref_blobs.len() as u64,
+        ..Default::default()
+    };
+    // The HTTP servers' sign-ins, each a document of its own.
+    let mut sign_ins: Vec<(String, Sealed)> = Vec::new();
     if has_key || !mcp.servers.is_empty() {
         let key = SealingKey::load(&data.dir, true)?;
         source.check_sealing_key(&key)?;
         if !mcp.servers.is_empty() {
             mcp_document = Some(crate::upstream::shared_config::seal(&key, &mcp)?);
         }
+        let files = skillhost_mcp::TokenHome::Files(data.root.clone());
+        for server in &mcp.servers {
+            match skillhost_mcp::oauth::kept_sign_in(&files, server) {
+                Ok(Some(bytes)) => {
+                    let sealed = shared_sign_ins::seal(&key, &server.name, &bytes)?;
+                    sign_ins.push((shared_sign_ins::document(&server.name), sealed));
+                    report.sign_ins.push(server.name.clone());
+                }
+                Ok(None) => {}
+                Err(why) => report.sign_ins_not_carried.push((server.name.clone(), why)),
+            }
+        }
     }
 
-    let mut report = MigrationReport {
-        refs: ref_blobs.len() as u64,
-        ..Default::default()
-    };
     for r in source.installed()? {
         if r.bundle_sha256.is_none() {
             report
@@ -188,16 +210,15 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
         for (sha256, bytes) in &ref_blobs {
             super::skills::put_blob_on(tx, sha256, bytes)?;
         }
-        if let Some(doc) = &mcp_document {
+        let documents = mcp_document
+            .iter()
+            .map(|doc| (crate::upstream::shared_config::DOCUMENT, doc))
+            .chain(sign_ins.iter().map(|(name, doc)| (name.as_str(), doc)));
+        for (name, doc) in documents {
             tx.execute(
                 "INSERT INTO sealed_documents (name, revision, nonce, sealed, updated_at)
                  VALUES (?1, 1, ?2, ?3, ?4)",
-                params![
-                    crate::upstream::shared_config::DOCUMENT,
-                    doc.nonce,
-                    doc.sealed,
-                    super::now()
-                ],
+                params![name, doc.nonce, doc.sealed, super::now()],
             )?;
         }
         for table in IDENTITIES {
@@ -230,7 +251,7 @@ pub fn migrate_to(data_dir: &Path, url: &str) -> anyhow::Result<MigrationReport>
             shas.dedup();
             shas.len() as i64
         } else if *table == "sealed_documents" {
-            from + i64::from(mcp_document.is_some())
+            from + i64::from(mcp_document.is_some()) + sign_ins.len() as i64
         } else {
             from
         };

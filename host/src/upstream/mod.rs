@@ -15,12 +15,13 @@
 
 pub(crate) mod pins;
 pub(crate) mod shared_config;
+pub(crate) mod shared_sign_ins;
 
 use std::collections::BTreeMap;
 
 use serde_json::json;
 use skillhost_mcp::{
-    CONFIG_FILE, McpConfig, McpTool, ServerConfig, SignInReport, SignInState, TestReport,
+    CONFIG_FILE, McpConfig, McpTool, ServerConfig, SignInReport, SignInState, TestReport, TokenHome,
 };
 
 use crate::error::{ServerError, StateError};
@@ -205,9 +206,13 @@ fn set_enabled(data: &DataDir, name: &str, enabled: bool) -> Result<(), ServerEr
 
 /// Connects to `server` (enabled or not), lists its tools with their
 /// classification, and disconnects, timing each step.
-pub(crate) async fn test(data: &DataDir, server: &ServerConfig) -> Result<TestReport, ServerError> {
+pub(crate) async fn test(
+    data: &DataDir,
+    home: &TokenHome,
+    server: &ServerConfig,
+) -> Result<TestReport, ServerError> {
     let policy = stdio_policy(&data.settings()?);
-    Ok(skillhost_mcp::test_server(server, &policy, &data.root).await)
+    Ok(skillhost_mcp::test_server(server, &policy, &data.root, home).await)
 }
 
 /// Signs in to `server` (OAuth) through `browser`, asking for `scopes` on
@@ -215,6 +220,7 @@ pub(crate) async fn test(data: &DataDir, server: &ServerConfig) -> Result<TestRe
 /// the issuer and the scopes (never a token).
 pub(crate) async fn sign_in(
     data: &DataDir,
+    home: &TokenHome,
     server: &ServerConfig,
     browser: &dyn skillhost_mcp::Browser,
     scopes: &[String],
@@ -226,7 +232,7 @@ pub(crate) async fn sign_in(
             server.name
         )));
     }
-    let report = skillhost_mcp::oauth::login(&data.root, server, browser, scopes)
+    let report = skillhost_mcp::oauth::login(home, server, browser, scopes)
         .await
         .map_err(ServerError::Unreachable)?;
     let detail = match &report.state {
@@ -245,8 +251,12 @@ pub(crate) async fn sign_in(
 
 /// Removes `server`'s OAuth tokens; records `server_signed_out` when there
 /// were some.
-pub(crate) fn sign_out(data: &DataDir, server: &ServerConfig) -> Result<bool, ServerError> {
-    let removed = skillhost_mcp::oauth::logout(&data.root, server)
+pub(crate) fn sign_out(
+    data: &DataDir,
+    home: &TokenHome,
+    server: &ServerConfig,
+) -> Result<bool, ServerError> {
+    let removed = skillhost_mcp::oauth::logout(home, server)
         .map_err(|e| ServerError::State(anyhow::anyhow!("{e}").into()))?;
     if removed {
         Store::open(data)?.record_event(
@@ -287,9 +297,13 @@ fn first_error(report: &TestReport) -> String {
 /// Enables server `name` and approves (pins) the tool definitions it shows
 /// now; if it cannot be reached, enables it anyway and its tools are pinned
 /// when first discovered. Records a `server_enabled` event.
-pub(crate) async fn enable(data: &DataDir, name: &str) -> Result<Enabled, ServerError> {
+pub(crate) async fn enable(
+    data: &DataDir,
+    home: &TokenHome,
+    name: &str,
+) -> Result<Enabled, ServerError> {
     let server = find(&load(data)?, name)?.clone();
-    let report = test(data, &server).await?;
+    let report = test(data, home, &server).await?;
     let mut store = Store::open(data)?;
     let enabled = if report.ok {
         let pins: Vec<(String, String)> = report
@@ -328,10 +342,11 @@ pub(crate) fn disable(data: &DataDir, name: &str) -> Result<(), ServerError> {
 /// registered, each with its pin status.
 pub(crate) async fn tools(
     data: &DataDir,
+    home: &TokenHome,
     name: &str,
 ) -> Result<Vec<(McpTool, PinStatus)>, ServerError> {
     let server = find(&load(data)?, name)?.clone();
-    let report = test(data, &server).await?;
+    let report = test(data, home, &server).await?;
     if !report.ok {
         return Err(ServerError::Unreachable(format!(
             "cannot list the tools of {name:?}: {}",

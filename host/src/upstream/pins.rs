@@ -86,7 +86,8 @@ impl PinStore for StorePins {
 
 /// The MCP manager's options for the data dir at `root`: the stdio policy
 /// from `settings.json` (and `SKILLHOST_MCP_ALLOW_ARBITRARY_STDIO`), pins in
-/// the database.
+/// the database, and OAuth sign-ins in the data dir's token files or, on a
+/// database replicas share, the database (`shared_sign_ins.rs`).
 ///
 /// ```no_run
 /// let opts = skillhost::mcp_manager_options("data".as_ref())?;
@@ -100,6 +101,7 @@ pub fn mcp_manager_options(root: &Path) -> anyhow::Result<ManagerOptions> {
     let mut opts = ManagerOptions::new(data.root.clone());
     opts.policy = stdio_policy(&settings);
     opts.pins = std::sync::Arc::new(StorePins::from_store(store));
+    opts.tokens = super::shared_sign_ins::home(&data)?;
     Ok(opts)
 }
 

@@ -80,41 +80,54 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// The MCP servers' configuration as stored for the data dir `data`: its
-/// `mcp_servers.json` on SQLite; on PostgreSQL, the database's shared
-/// document, opened here with the data dir's `secrets.key` (read
-/// independently of the host: ChaCha20-Poly1305, the document's name as
-/// associated data).
-pub fn stored_mcp_config(data: &Path) -> String {
-    let db = DATA_DIR_DATABASES
+/// The PostgreSQL database the data dir `data` runs on in a `postgres`
+/// variant (`None` on SQLite).
+pub fn database_of(data: &Path) -> Option<std::sync::Arc<database::TestDatabase>> {
+    DATA_DIR_DATABASES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .find(|(d, _)| d == data)
-        .map(|(_, db)| db.clone());
-    let Some(db) = db else {
-        return std::fs::read_to_string(data.join("mcp_servers.json")).expect("mcp_servers.json");
-    };
-    let row = db.sql(
-        "SELECT encode(nonce, 'hex') || '|' || encode(sealed, 'hex') FROM sealed_documents \
-         WHERE name = 'mcp_servers'",
+        .map(|(_, db)| db.clone())
+}
+
+/// The MCP servers' configuration as stored for the data dir `data`: its
+/// `mcp_servers.json` on SQLite; on PostgreSQL, the database's shared
+/// document (see [`sealed_document`]).
+pub fn stored_mcp_config(data: &Path) -> String {
+    match database_of(data) {
+        None => std::fs::read_to_string(data.join("mcp_servers.json")).expect("mcp_servers.json"),
+        Some(db) => sealed_document(&db, &data.join("secrets.key"), "mcp_servers")
+            .expect("the shared MCP configuration"),
+    }
+}
+
+/// The document `name` of `db`'s `sealed_documents`, opened here with the
+/// key in `key_file` (independently of the host: ChaCha20-Poly1305, the
+/// document's name as associated data); `None` when there is none.
+pub fn sealed_document(db: &database::TestDatabase, key_file: &Path, name: &str) -> Option<String> {
+    assert!(
+        name.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_:-.".contains(c)),
+        "{name}"
     );
-    let (nonce, sealed) = row.split_once('|').expect("the shared MCP configuration");
-    let key = std::fs::read(data.join("secrets.key")).expect("secrets.key");
+    let row = db.sql(&format!(
+        "SELECT encode(nonce, 'hex') || '|' || encode(sealed, 'hex') FROM sealed_documents \
+         WHERE name = '{name}'"
+    ));
+    let (nonce, sealed) = row.split_once('|')?;
+    let key = std::fs::read(key_file).expect("secrets.key");
     let key = ring::aead::LessSafeKey::new(
         ring::aead::UnboundKey::new(&ring::aead::CHACHA20_POLY1305, &key).expect("key"),
     );
     let nonce = ring::aead::Nonce::try_assume_unique_for_key(&hex::decode(nonce).expect("hex"))
         .expect("nonce");
     let mut bytes = hex::decode(sealed).expect("hex");
+    let aad = format!("skillhost-document\0{name}");
     let plain = key
-        .open_in_place(
-            nonce,
-            ring::aead::Aad::from(&b"skillhost-document\0mcp_servers"[..]),
-            &mut bytes,
-        )
+        .open_in_place(nonce, ring::aead::Aad::from(aad.as_bytes()), &mut bytes)
         .expect("the document opens under the data dir's key");
-    String::from_utf8(plain.to_vec()).expect("UTF-8")
+    Some(String::from_utf8(plain.to_vec()).expect("UTF-8"))
 }
 
 /// The `postgres` variant's database for the test `test` on this thread,

@@ -250,15 +250,16 @@ pub(crate) async fn sign_in(
         .await
         .map_err(|e| describe(&e))?;
     let (client_id, _) = session.get_credentials().await.map_err(|e| describe(&e))?;
+    let client = ClientRegistration {
+        client_id,
+        client_secret: secret,
+        redirect_uri,
+        scopes,
+        resource,
+    };
     store.update(|f| {
-        f.metadata = Some(metadata);
-        f.client = Some(ClientRegistration {
-            client_id,
-            client_secret: secret,
-            redirect_uri,
-            scopes,
-            resource,
-        });
+        f.metadata = Some(metadata.clone());
+        f.client = Some(client.clone());
     })?;
     Ok(session.auth_manager)
 }

@@ -1,16 +1,14 @@
 //! The operator's side: sign in to a server (`skillhost mcp login`), sign
-//! out, and what the token file says about a server, never showing a token.
-
-use std::path::Path;
+//! out, and what the kept sign-in says about a server, never showing a
+//! token.
 
 use serde::Serialize;
 
-use super::Browser;
 use super::flow::{Challenge, sign_in};
-use super::store::TokenStore;
+use super::{Browser, TokenHome};
 use crate::config::{ServerConfig, TransportKind};
 
-/// Where a server stands with OAuth, from its token file.
+/// Where a server stands with OAuth, from its kept sign-in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
 pub enum SignInState {
@@ -33,7 +31,7 @@ pub enum SignInState {
         /// token by itself).
         refreshable: bool,
     },
-    /// The token file exists but is not used; the text says why.
+    /// A sign-in is kept but not used; the text says why.
     Unusable {
         /// Why.
         reason: String,
@@ -47,22 +45,24 @@ pub struct SignInReport {
     pub server: String,
     /// The state after the sign-in ([`SignInState::SignedIn`]).
     pub state: SignInState,
-    /// The token file.
-    pub token_file: std::path::PathBuf,
+    /// Where the tokens are kept: the token file's path, or the shared
+    /// store and the server.
+    pub kept_in: String,
 }
 
-/// What `config`'s token file says.
+/// What `config`'s kept sign-in says.
 ///
 /// ```
 /// let s = skillhost_mcp::ServerConfig::stdio("notes", "python3", ["s.py"]);
-/// assert_eq!(skillhost_mcp::sign_in_state("data".as_ref(), &s),
+/// let home = skillhost_mcp::TokenHome::Files("data".into());
+/// assert_eq!(skillhost_mcp::sign_in_state(&home, &s),
 ///     skillhost_mcp::SignInState::NotUsed);
 /// ```
-pub fn sign_in_state(data_root: &Path, config: &ServerConfig) -> SignInState {
+pub fn sign_in_state(home: &TokenHome, config: &ServerConfig) -> SignInState {
     if !config.uses_oauth() {
         return SignInState::NotUsed;
     }
-    let store = TokenStore::of(data_root, config);
+    let store = home.store(config);
     if let Some(reason) = store.refused() {
         return SignInState::Unusable { reason };
     }
@@ -92,11 +92,10 @@ pub fn sign_in_state(data_root: &Path, config: &ServerConfig) -> SignInState {
 
 /// Signs in to `config`'s server through `browser`: asks the server what it
 /// wants (an unauthenticated request; its `401` names the resource metadata
-/// and scope), runs the sign-in, and keeps the tokens in the server's token
-/// file. `scopes` are asked for on top of what the server suggests (for a
+/// and scope), runs the sign-in, and keeps the tokens in `home`. `scopes` are asked for on top of what the server suggests (for a
 /// tool that needs more).
 pub async fn login(
-    data_root: &Path,
+    home: &TokenHome,
     config: &ServerConfig,
     browser: &dyn Browser,
     scopes: &[String],
@@ -110,18 +109,18 @@ pub async fn login(
     }
     let url = config.url.clone().unwrap_or_default();
     let challenge = probe(&url, config.transport).await?;
-    let store = TokenStore::of(data_root, config);
+    let store = home.store(config);
     sign_in(config, &store, browser, challenge.as_ref(), scopes).await?;
     Ok(SignInReport {
         server: config.name.clone(),
-        state: sign_in_state(data_root, config),
-        token_file: store.path().to_path_buf(),
+        state: sign_in_state(home, config),
+        kept_in: store.place(),
     })
 }
 
 /// Removes `config`'s tokens; `true` when there were some.
-pub fn logout(data_root: &Path, config: &ServerConfig) -> Result<bool, String> {
-    TokenStore::of(data_root, config).remove()
+pub fn logout(home: &TokenHome, config: &ServerConfig) -> Result<bool, String> {
+    home.store(config).remove()
 }
 
 /// An unauthenticated `initialize` to `url` (for a legacy SSE server, the
@@ -169,4 +168,26 @@ async fn probe(url: &str, transport: TransportKind) -> Result<Option<Challenge>,
         )),
         _ => Ok(None),
     }
+}
+
+/// The sign-in kept for `config`'s server in `home`, as the document a
+/// [`super::TokenVault`] keeps (JSON holding tokens: keep it sealed), to
+/// carry it to another home (a data dir's sign-ins moved to a shared
+/// database). `None` when nothing is kept; an error saying why when what
+/// is kept is not used (another URL's, malformed, readable by others).
+pub fn kept_sign_in(home: &TokenHome, config: &ServerConfig) -> Result<Option<Vec<u8>>, String> {
+    if !config.uses_oauth() {
+        return Ok(None);
+    }
+    let store = home.store(config);
+    if let Some(why) = store.refused() {
+        return Err(why);
+    }
+    let file = store.read();
+    if file.metadata.is_none() && file.client.is_none() && file.credentials.is_none() {
+        return Ok(None);
+    }
+    serde_json::to_vec(&file)
+        .map(Some)
+        .map_err(|e| format!("cannot encode the sign-in: {e}"))
 }

@@ -11,8 +11,9 @@
 //! `resource` parameter, step-up, RFC 9207 `iss`, refresh) and it is checked
 //! against the same conformance suite. The pieces that are the host's own:
 //!
-//! - [`store`]: the token file, `mcp/<name>/oauth.json`, mode 0600 — the
-//!   only place a token or client secret is written;
+//! - [`store`]: the token file, `mcp/<name>/oauth.json`, mode 0600, or
+//!   on replicas a document in a shared [`TokenVault`] (sealed by the host)
+//!   — the only place a token or client secret is written;
 //! - [`flow`]: what a sign-in asks for (client identity, scopes) and keeps;
 //! - [`browser`]: the user's part — a loopback listener for
 //!   `skillhost mcp login`, or a headless follower for flows without a
@@ -28,6 +29,7 @@ mod browser;
 mod flow;
 mod login;
 mod store;
+mod vault;
 
 use std::time::Duration;
 
@@ -37,9 +39,10 @@ use crate::config::Secret;
 
 pub use browser::{Browser, HeadlessBrowser, LoopbackBrowser, ShowUrl, Visit};
 pub(crate) use flow::{Challenge, SharedManager, sign_in, stored_manager};
-pub use login::{SignInReport, SignInState, login, logout, sign_in_state};
+pub use login::{SignInReport, SignInState, kept_sign_in, login, logout, sign_in_state};
 pub use store::TOKEN_FILE;
 pub(crate) use store::TokenStore;
+pub use vault::{TokenHome, TokenVault};
 
 /// Sign-ins one connection attempt or one call may run before it gives up
 /// (a server that keeps answering `403` must not loop the user through the

@@ -64,7 +64,8 @@ pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::R
     let mut server = config.servers[0].clone();
     server.timeouts.connect_secs = Some(180.0);
 
-    let report = skillhost_mcp::test_server(&server, &Default::default(), &data).await;
+    let home = skillhost_mcp::TokenHome::Files(data.clone());
+    let report = skillhost_mcp::test_server(&server, &Default::default(), &data, &home).await;
     for s in &report.steps {
         println!(
             "  test: {:<22} {:>8.1} ms {}",
