@@ -164,3 +164,142 @@ pub(crate) fn adopt(
     }
     adopted
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use skillhost_mcp::{ServerConfig, TransportKind};
+
+    use super::*;
+
+    const URL: &str = "https://tickets.example/mcp";
+
+    /// A data dir on SQLite (whose store has the same table), and the
+    /// vault over it.
+    fn setup() -> (tempfile::TempDir, DataDir, Arc<SharedSignIns>) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let data = DataDir::open(&tmp.path().join("data")).expect("data dir");
+        let store = Store::open_sqlite(&data.root).expect("store");
+        let key = SealingKey::checked(&data.dir, &store).expect("key");
+        let vault = Arc::new(SharedSignIns {
+            store: Mutex::new(store),
+            key,
+            url: DatabaseUrl::parse("postgres://db.invalid/skillhost").expect("url"),
+        });
+        (tmp, data, vault)
+    }
+
+    fn sign_in(client: &str) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "version": 1,
+            "server_url": URL,
+            "client": {"client_id": client, "redirect_uri": "http://127.0.0.1:1/cb"},
+        }))
+        .expect("JSON")
+    }
+
+    #[test]
+    fn a_sign_in_is_sealed_written_by_compare_and_set_and_read_back() {
+        let (_tmp, _data, vault) = setup();
+        assert_eq!(vault.revision("tickets").expect("rev"), None);
+        assert_eq!(
+            vault.write("tickets", None, &sign_in("c1")).expect("write"),
+            Some(1)
+        );
+        assert_eq!(
+            vault.write("tickets", None, &sign_in("c2")).expect("write"),
+            None,
+            "a second first write loses"
+        );
+        assert_eq!(
+            vault
+                .write("tickets", Some(1), &sign_in("c3"))
+                .expect("write"),
+            Some(2)
+        );
+        assert_eq!(
+            vault
+                .write("tickets", Some(1), &sign_in("c4"))
+                .expect("write"),
+            None,
+            "a write over a stale revision loses"
+        );
+        let (revision, bytes) = vault.read("tickets").expect("read").expect("some");
+        assert_eq!((revision, bytes), (2, sign_in("c3")));
+        let (_, sealed) = vault
+            .store
+            .lock()
+            .expect("store")
+            .sealed_document("oauth:tickets")
+            .expect("row")
+            .expect("some");
+        assert!(
+            !sealed.sealed.windows(2).any(|w| w == b"c3"),
+            "sealed, not in the clear"
+        );
+    }
+
+    #[test]
+    fn a_sign_in_moved_to_another_server_does_not_open_and_is_not_quoted() {
+        let (_tmp, _data, vault) = setup();
+        vault
+            .write("tickets", None, &sign_in("secret-client"))
+            .expect("write")
+            .expect("written");
+        let store = vault.store.lock().expect("store");
+        let (_, sealed) = store
+            .sealed_document("oauth:tickets")
+            .expect("row")
+            .expect("some");
+        assert!(
+            store
+                .put_sealed_document("oauth:wiki", None, &sealed)
+                .expect("copy")
+        );
+        drop(store);
+        let e = vault.read("wiki").expect_err("moved bytes");
+        assert!(e.contains("does not open"), "{e}");
+        assert!(e.contains(SECRETS_KEY_FILE), "{e}");
+        assert!(!e.contains("secret-client"), "{e}");
+    }
+
+    #[test]
+    fn a_data_dirs_sign_in_is_adopted_only_where_the_database_has_none() {
+        let (_tmp, data, vault) = setup();
+        let home = TokenHome::Shared(vault.clone());
+        let tickets = ServerConfig::http("tickets", TransportKind::StreamableHttp, URL);
+        let moved = ServerConfig::http(
+            "moved",
+            TransportKind::StreamableHttp,
+            "https://elsewhere.example/mcp",
+        );
+        let wiki = ServerConfig::http("wiki", TransportKind::StreamableHttp, URL);
+        for name in ["tickets", "moved", "wiki"] {
+            let dir = data.root.join("mcp").join(name);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let file = dir.join(skillhost_mcp::TOKEN_FILE);
+            std::fs::write(&file, sign_in(name)).expect("write");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        // The database already has wiki's (even signed out: empty).
+        vault
+            .write("wiki", None, b"{\"version\":1,\"server_url\":\"x\"}")
+            .expect("write")
+            .expect("written");
+        let adopted = adopt(&data, &home, &[tickets.clone(), moved, wiki]);
+        assert_eq!(adopted, ["tickets"], "moved's file is for another URL");
+        let kept: serde_json::Value = vault
+            .read("tickets")
+            .expect("read")
+            .map(|d| serde_json::from_slice(&d.1).expect("JSON"))
+            .expect("adopted");
+        assert_eq!(kept["client"]["client_id"], "tickets", "{kept}");
+        assert_eq!(kept["server_url"], URL, "{kept}");
+        assert_eq!(vault.revision("moved").expect("rev"), None);
+        assert_eq!(vault.revision("wiki").expect("rev"), Some(1));
+        // Adopting again changes nothing.
+        assert!(adopt(&data, &home, &[tickets]).is_empty());
+        assert_eq!(vault.revision("tickets").expect("rev"), Some(1));
+    }
+}
