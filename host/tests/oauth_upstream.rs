@@ -520,6 +520,31 @@ fn wait_for_state(
     }
 }
 
+/// Calls `whoami` through each data dir of `dirs` at once (a process
+/// each), and requires every call to answer as `LOGIN`.
+fn whoami_at_once(t: &Transcript, dirs: &[&Path], provider: &Peer, resource: &str) {
+    let tool = format!("{SERVER}.whoami");
+    let outs: Vec<Ran> = std::thread::scope(|s| {
+        let calls: Vec<_> = dirs
+            .iter()
+            .map(|data| s.spawn(|| run(t, data, &["call", &tool], &[])))
+            .collect();
+        calls
+            .into_iter()
+            .map(|c| c.join().expect("a call thread"))
+            .collect()
+    });
+    for out in &outs {
+        assert!(
+            out.status.success(),
+            "a call failed:\n{}\nprovider:\n{}",
+            out.stderr,
+            provider.stderr()
+        );
+        assert_alice(&whoami(&out.json()), resource);
+    }
+}
+
 /// Signs in to the server of `data` as `LOGIN` through the browser
 /// (asserting that `mcp login` succeeds).
 fn sign_in_quickly(t: &Transcript, rt: &tokio::runtime::Runtime, data: &Path) {
@@ -928,24 +953,7 @@ fn processes_refreshing_at_once_keep_the_sign_in() {
     let whoami_tool = format!("{SERVER}.whoami");
 
     wait_past_expiry(&data);
-    let outs: Vec<Ran> = std::thread::scope(|s| {
-        let calls: Vec<_> = (0..3)
-            .map(|_| s.spawn(|| run(&t, &data, &["call", &whoami_tool], &[])))
-            .collect();
-        calls
-            .into_iter()
-            .map(|c| c.join().expect("a call thread"))
-            .collect()
-    });
-    for out in &outs {
-        assert!(
-            out.status.success(),
-            "a call failed:\n{}\nprovider:\n{}",
-            out.stderr,
-            provider.stderr()
-        );
-        assert_alice(&whoami(&out.json()), &resource);
-    }
+    whoami_at_once(&t, &[&data, &data, &data], &provider, &resource);
     // The sign-in outlives them: the next expiry is renewed as well.
     wait_past_expiry(&data);
     let out = run(&t, &data, &["call", &whoami_tool], &[]);
@@ -1045,25 +1053,7 @@ fn replicas_share_one_sign_in_and_refresh_it_in_turn() {
     wait_until_expired(&shared_sign_in(&db, &key));
     let before = shared_sign_in(&db, &key);
     let refreshes = provider.grants("refresh_token");
-    let outs: Vec<Ran> = std::thread::scope(|s| {
-        let calls: Vec<_> = [&a, &b, &a, &b]
-            .into_iter()
-            .map(|data| s.spawn(|| run(&t, data, &["call", &whoami_tool], &[])))
-            .collect();
-        calls
-            .into_iter()
-            .map(|c| c.join().expect("a call thread"))
-            .collect()
-    });
-    for out in &outs {
-        assert!(
-            out.status.success(),
-            "a call failed:\n{}\nprovider:\n{}",
-            out.stderr,
-            provider.stderr()
-        );
-        assert_alice(&whoami(&out.json()), &resource);
-    }
+    whoami_at_once(&t, &[&a, &b, &a, &b], &provider, &resource);
     assert!(
         provider.grants("refresh_token") > refreshes,
         "{}",
