@@ -127,6 +127,85 @@ async fn javascript_example_answers_its_examples_and_checks_its_input() {
     }
 }
 
+/// Waits (bounded) until `skill`'s component has a spare instance ready.
+async fn spare_ready(which: &str, skill: &Skill) {
+    let c = skill.component().expect("a component");
+    for _ in 0..1000 {
+        if c.spare_ready() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{which}: no spare instance was made within 10 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_js_calls_run_in_instances_made_ahead_of_them() {
+    let none = LimitsRequest::default();
+    for (which, dir, wasm, tool, args, want) in [
+        (
+            "py-stats",
+            art::PY_STATS_DIR,
+            art::PY_STATS_WASM_PATH,
+            "stats.describe",
+            json!({"numbers": [1, 2, 3]}),
+            "mean",
+        ),
+        (
+            "js-slug",
+            art::JS_SLUG_DIR,
+            art::JS_SLUG_WASM_PATH,
+            "slug.make",
+            json!({"text": "Hello World"}),
+            "slug",
+        ),
+    ] {
+        // A skill of its own: no other test takes its spares.
+        let s = load(dir, wasm);
+        let c = s.component().expect("a component");
+        let fresh = s.call(tool, &args, &none).await.expect("first call");
+        assert_eq!(c.spares_used(), 0, "{which}: a spare before any call");
+        for round in 1..=3u64 {
+            spare_ready(which, &s).await;
+            let out = s.call(tool, &args, &none).await.expect("call in a spare");
+            assert_eq!(c.spares_used(), round, "{which}: not run in the spare");
+            assert_eq!(out.output, fresh.output, "{which}");
+            assert!(out.output.get(want).is_some(), "{which}: {}", out.output);
+        }
+    }
+    // Exceptions, endless loops and allocations in a spare end as they do
+    // in an instance made for the call.
+    let h = load(art::HOSTILE_PY_DIR, art::HOSTILE_PY_WASM_PATH);
+    let c = h.component().expect("a component");
+    h.call("hostile_py.ok", &json!({}), &none)
+        .await
+        .expect("ok");
+    spare_ready("hostile-py", &h).await;
+    match h.call("hostile_py.raise", &json!({}), &none).await {
+        Err(e) => assert!(
+            matches!(&e.failure, CallFailure::Tool { error: ToolError::Failed(m) } if m.contains("ValueError: the skill's own bug")),
+            "{e}"
+        ),
+        Ok(out) => panic!("raise answered {}", out.output),
+    }
+    assert_eq!(c.spares_used(), 1);
+    for (tool, reason) in [
+        ("hostile_py.spin", TrapReason::Fuel),
+        ("hostile_py.alloc", TrapReason::Memory),
+    ] {
+        spare_ready("hostile-py", &h).await;
+        let used = c.spares_used();
+        match h.call(tool, &json!({}), &none).await {
+            Err(e) => assert!(
+                matches!(&e.failure, CallFailure::Trapped { reason: r, .. } if *r == reason),
+                "{tool}: {e}"
+            ),
+            Ok(out) => panic!("{tool} answered {}", out.output),
+        }
+        assert_eq!(c.spares_used(), used + 1, "{tool} not run in the spare");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncaught_exceptions_become_tool_errors_with_their_message() {
     for (which, tool, text) in [

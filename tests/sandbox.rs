@@ -1527,3 +1527,298 @@ async fn ask_checks_permissions_and_ends_a_call_missing_a_required_answer() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// 10. Spare instances: made ahead of a call, still fresh.
+// ---------------------------------------------------------------------------
+
+/// The hostile component in a sandbox that makes spares for every
+/// component (a threshold of zero), so the Rust guests exercise them.
+fn hostile_with_spares() -> skillhost::SkillComponent {
+    let sandbox = SandboxBuilder::new()
+        .spare_threshold(Some(Duration::ZERO))
+        .build()
+        .expect("sandbox");
+    sandbox
+        .load("hostile@spares", &read_component(art::HOSTILE_WASM_PATH))
+        .expect("hostile loads")
+}
+
+/// Waits (bounded) until a spare is ready.
+async fn spare_ready(c: &skillhost::SkillComponent) {
+    for _ in 0..500 {
+        if c.spare_ready() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no spare instance was made within 5 s");
+}
+
+/// Calls with a spare ready and checks that the call ran in it.
+async fn call_in_spare(
+    c: &skillhost::SkillComponent,
+    tool: &str,
+    args: &str,
+    opts: &CallOptions,
+) -> Result<CallOutput, CallError> {
+    spare_ready(c).await;
+    let used = c.spares_used();
+    let r = c.call(tool, args, opts).await;
+    assert_eq!(c.spares_used(), used + 1, "{tool} did not run in the spare");
+    r
+}
+
+fn opts_with(limits: LimitsRequest, config: &[(&str, &str)]) -> CallOptions {
+    let policy = skillhost::LimitsPolicy::default();
+    CallOptions {
+        limits: policy.resolve(&limits).expect("limits within the policy"),
+        config: Arc::new(
+            config
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spare_instance_serves_its_call_as_a_fresh_one_would() {
+    let h = hostile_with_spares();
+    let plain = opts_with(LimitsRequest::default(), &[]);
+    assert!(!h.spare_ready(), "a spare before any call");
+    let fresh = h.call("hostile.snoop", "{}", &plain).await.expect("snoop");
+    assert_eq!(h.spares_used(), 0);
+
+    // The same world, the same fuel, nothing captured.
+    let spared = call_in_spare(&h, "hostile.snoop", "{}", &plain)
+        .await
+        .expect("snoop in a spare");
+    assert_eq!(spared.output, fresh.output);
+    assert_eq!(
+        spared.fuel_consumed, fresh.fuel_consumed,
+        "a spare's call is charged its instantiation's fuel too"
+    );
+    stdio_is_empty(&spared, "the spare's instantiation");
+
+    // The call's config, not the spare's (it was made with none).
+    for value in ["first", "second"] {
+        let out = call_in_spare(
+            &h,
+            "hostile.config",
+            r#"{"key":"k"}"#,
+            &opts_with(LimitsRequest::default(), &[("k", value)]),
+        )
+        .await
+        .expect("config");
+        assert_eq!(out.output, json!(value));
+    }
+
+    // A spare made under other limits is not used: the call gets its own.
+    expect_trap(
+        call_in_spare(&h, "hostile.alloc", "{}", &plain).await,
+        TrapReason::Memory,
+    );
+    spare_ready(&h).await;
+    let small = opts_with(
+        LimitsRequest {
+            memory_bytes: Some(8 << 20),
+            ..Default::default()
+        },
+        &[],
+    );
+    let used = h.spares_used();
+    let (err, detail) = expect_trap(
+        h.call("hostile.alloc", "{}", &small).await,
+        TrapReason::Memory,
+    );
+    assert_eq!(h.spares_used(), used, "a spare of other limits was used");
+    assert!(memory_before_denial(&err, &detail) <= 8 << 20);
+    // The next spare is made under these limits, from the initial memory.
+    let (err, detail) = expect_trap(
+        call_in_spare(&h, "hostile.alloc", "{}", &small).await,
+        TrapReason::Memory,
+    );
+    let start = memory_before_denial(&err, &detail);
+    assert!(start <= 8 << 20, "the spare began with {start} bytes");
+
+    // Fuel: the call's budget, less only the instantiation's. The spare
+    // ready now was made for the 8 MiB limits: the first call under these
+    // gets its own instance, the second the spare made for it.
+    let fuel = opts_with(
+        LimitsRequest {
+            fuel: Some(50_000_000),
+            ..Default::default()
+        },
+        &[],
+    );
+    for in_spare in [false, true] {
+        spare_ready(&h).await;
+        let used = h.spares_used();
+        expect_trap(h.call("hostile.spin", "{}", &fuel).await, TrapReason::Fuel);
+        assert_eq!(h.spares_used(), used + u64::from(in_spare));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spare_runs_to_its_call_deadline_not_to_one_from_when_it_was_made() {
+    let h = hostile_with_spares();
+    let limits = LimitsRequest {
+        fuel: Some(skillhost::LimitsPolicy::default().max_fuel),
+        timeout_ms: Some(400),
+        ..Default::default()
+    };
+    let opts = opts_with(limits, &[]);
+    h.call("hostile.snoop", "{}", &opts).await.expect("snoop");
+    spare_ready(&h).await;
+    // The spare was made with a deadline 400 ms after it; that passes.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let started = Instant::now();
+    let (_, detail) = expect_trap(
+        call_in_spare(&h, "hostile.spin", "{}", &opts).await,
+        TrapReason::Deadline,
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(350),
+        "stopped after {took:?}, before the call's own 400 ms: {detail}"
+    );
+    assert!(took < PROMPT, "stopped only after {took:?}");
+    // A sleeping guest too, and the component keeps serving.
+    expect_trap(
+        call_in_spare(&h, "hostile.sleep", "{}", &opts).await,
+        TrapReason::Deadline,
+    );
+    call_in_spare(&h, "hostile.snoop", "{}", &opts)
+        .await
+        .expect("snoop after the traps");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spares_are_bounded_per_sandbox_and_off_when_asked() {
+    let sandbox = SandboxBuilder::new()
+        .spare_threshold(Some(Duration::ZERO))
+        .build()
+        .expect("sandbox");
+    let wasm = read_component(art::TEXT_TOOLS_WASM_PATH);
+    let components: Vec<_> = (0..12)
+        .map(|i| {
+            sandbox
+                .load(&format!("text-tools@{i}"), &wasm)
+                .expect("load")
+        })
+        .collect();
+    let args = r#"{"text":"a b c"}"#;
+    for c in &components {
+        c.call("text.word_count", args, &CallOptions::default())
+            .await
+            .expect("word count");
+    }
+    // Every spare that could be made is made within 5 s.
+    let mut ready = 0;
+    for _ in 0..500 {
+        ready = components.iter().filter(|c| c.spare_ready()).count();
+        if ready == 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(ready, 8, "spares held in one sandbox");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(components.iter().filter(|c| c.spare_ready()).count(), 8);
+    // A spare used is made again; a component without one still gets
+    // none past the cap, and its calls are served as before.
+    let with_none = components
+        .iter()
+        .find(|c| !c.spare_ready())
+        .expect("a component without a spare");
+    let with_one = components
+        .iter()
+        .find(|c| c.spare_ready())
+        .expect("a component with a spare");
+    with_one
+        .call("text.word_count", args, &CallOptions::default())
+        .await
+        .expect("word count in a spare");
+    assert_eq!(with_one.spares_used(), 1);
+    spare_ready(with_one).await;
+    let out = with_none
+        .call("text.word_count", args, &CallOptions::default())
+        .await
+        .expect("word count");
+    assert_eq!(out.output["words"], 3);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!with_none.spare_ready(), "a spare past the cap");
+    assert_eq!(components.iter().filter(|c| c.spare_ready()).count(), 8);
+
+    // Off: never one.
+    let off = SandboxBuilder::new()
+        .spare_threshold(None)
+        .build()
+        .expect("sandbox");
+    let c = off.load("text-tools@off", &wasm).expect("load");
+    for _ in 0..3 {
+        c.call("text.word_count", args, &CallOptions::default())
+            .await
+            .expect("word count");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!c.spare_ready());
+    assert_eq!(c.spares_used(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spare_never_makes_a_call_busy() {
+    let sb = SandboxBuilder::new()
+        .max_instances(2)
+        .spare_threshold(Some(Duration::ZERO))
+        .build()
+        .expect("sandbox with 2 instances");
+    let wasm = read_component(art::HOSTILE_WASM_PATH);
+    let spared = sb.load("hostile@spared", &wasm).expect("load");
+    let sleeper = sb.load("hostile@sleeper", &wasm).expect("load");
+    spared
+        .call("hostile.snoop", "{}", &CallOptions::default())
+        .await
+        .expect("snoop");
+    spare_ready(&spared).await;
+
+    // Two sleepers take both slots: the second only once the spare went.
+    let opts = opts_with(timeout_ms(1500), &[]);
+    let mut sleepers = Vec::new();
+    for _ in 0..2 {
+        let (c, o) = (sleeper.clone(), opts.clone());
+        sleepers.push(tokio::spawn(async move {
+            c.call("hostile.sleep", "{}", &o).await
+        }));
+    }
+    // A sleeper answered busy would have ended at once; both sleep.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        sleepers.iter().all(|s| !s.is_finished()),
+        "a sleeper ended early: the spare kept its slot"
+    );
+    assert!(
+        !spared.spare_ready(),
+        "the spare outlived a call that needed its slot"
+    );
+    // The pool is full of calls now: a third is busy, and no spare is made.
+    let err = spared
+        .call("hostile.snoop", "{}", &CallOptions::default())
+        .await
+        .expect_err("a third call while two sleep");
+    assert!(
+        matches!(err.failure, CallFailure::Busy { .. }),
+        "expected busy: {err}"
+    );
+    for s in sleepers {
+        expect_trap(s.await.expect("sleeper task"), TrapReason::Deadline);
+    }
+    // Slots given back: calls run, and spares come back.
+    spared
+        .call("hostile.snoop", "{}", &CallOptions::default())
+        .await
+        .expect("snoop after the sleepers");
+    spare_ready(&spared).await;
+}

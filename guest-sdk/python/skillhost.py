@@ -297,6 +297,11 @@ class Skill:
 
     def __init__(self) -> None:
         self._tools: Dict[str, Callable[..., Any]] = {}
+        # Each tool's argument dataclass (or None), resolved once: by
+        # tools(), which the main module calls last, so the answers are in
+        # the component's pre-initialised heap and no call resolves type
+        # hints again.
+        self._argument_types: Dict[str, Any] = {}
 
     def tool(self, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers the decorated function as the tool ``name`` (as
@@ -342,7 +347,9 @@ class Skill:
             raise InvalidInput(f"`{tool}`: the arguments are not JSON: {e}") from None
         if not isinstance(args, dict):
             raise InvalidInput(f"`{tool}`: the arguments must be a JSON object")
-        cls = _argument_type(func)
+        if tool not in self._argument_types:
+            self._argument_types[tool] = _argument_type(func)
+        cls = self._argument_types[tool]
         if cls is not None:
             try:
                 args = _decode(tool, cls, args)
@@ -355,6 +362,8 @@ class Skill:
         ``skillhost:plugin/tools`` export: assign it to ``Tools`` in the
         skill's main module."""
         skill = self
+        for name, func in self._tools.items():
+            self._argument_types[name] = _argument_type(func)
 
         class Tools(exports.Tools):
             def implemented(self) -> List[str]:

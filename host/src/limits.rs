@@ -157,6 +157,21 @@ pub const MAX_CALL_TABLES: usize = 128;
 /// its adapters). Each is a reserved slot of the pooling allocator.
 pub const MAX_CALL_MEMORIES: usize = 16;
 
+/// Instantiations at least this long get a spare instance made ahead of
+/// the next call (see the sandbox's `spare` module): 50 µs. A Rust guest
+/// instantiates in 5-10 µs, so a spare would only move that work to
+/// another task (and on `serve --stdio`'s one thread, add the hand-off);
+/// the standard Python and JavaScript toolchains' output takes 200 µs to
+/// 1 ms, time the call no longer waits for.
+pub const SPARE_MIN_INSTANTIATE: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Most spare instances a sandbox holds or is making at once: 8. Each
+/// holds an instance slot of the pool (of the 256 by default) and its
+/// memory's written pages (some MiB for a Python guest) while it waits;
+/// eight skills served hot covers an agent's working set, and the rest
+/// instantiate on their call as before.
+pub const MAX_SPARE_INSTANCES: usize = 8;
+
 /// Largest table (of function references) a guest may grow one to:
 /// 100,000 elements. Tables cost host memory per element, and no
 /// toolchain's output comes near it.

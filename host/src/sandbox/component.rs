@@ -10,11 +10,12 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use super::bindings::SkillPre;
+use super::bindings::{Skill, SkillPre};
 use super::imports::Capabilities;
 use super::invoke::{Invoker, RefReader};
 use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
+use super::spare::{Held, Making, Spare, Spares};
 use super::state::{CallIdentity, CallReach, CallState, HostTrap};
 use super::{SandboxInner, imports};
 use crate::escape::{escape_bytes, escape_control, redact};
@@ -146,6 +147,8 @@ struct ComponentInner {
     from_cache: bool,
     capabilities: Capabilities,
     pre: SkillPre<CallState>,
+    /// The next call's instance, made ahead of it (see the `spare` module).
+    spares: Arc<Spares>,
 }
 
 /// A compiled, checked and pre-instantiated skill component. Every call
@@ -267,6 +270,7 @@ impl SkillComponent {
                 from_cache,
                 capabilities,
                 pre,
+                spares: Arc::default(),
             }),
         })
     }
@@ -307,21 +311,31 @@ impl SkillComponent {
         self.inner.capabilities
     }
 
-    fn new_store(
+    /// The assets folder a call shows: the call's, if the component may
+    /// read assets.
+    fn assets_of(&self, opts: &CallOptions) -> Option<PathBuf> {
+        opts.assets
+            .clone()
+            .filter(|_| self.inner.capabilities.assets)
+    }
+
+    /// Who calls and what the call may reach.
+    fn parts_of(
         &self,
         tool: &str,
         opts: &CallOptions,
         deadline: Instant,
-    ) -> Result<Store<CallState>, CallError> {
-        let caps = self.inner.capabilities;
+    ) -> (CallIdentity, CallReach) {
         let reach = CallReach {
             // Without network access every request is refused (and recorded).
             outbound: OutboundHooks::new(
-                opts.outbound.clone().filter(|_| caps.network),
+                opts.outbound
+                    .clone()
+                    .filter(|_| self.inner.capabilities.network),
                 opts.limits.outbound,
                 deadline,
             ),
-            assets: opts.assets.clone().filter(|_| caps.assets),
+            assets: self.assets_of(opts),
             redact: opts.redact.clone(),
             notices: super::Notices::new(opts.progress.clone(), opts.log.clone()),
             ask: opts.ask.clone(),
@@ -331,6 +345,16 @@ impl SkillComponent {
             skill: self.inner.label.clone(),
             tool: tool.into(),
         };
+        (identity, reach)
+    }
+
+    fn new_store(
+        &self,
+        tool: &str,
+        opts: &CallOptions,
+        deadline: Instant,
+    ) -> Result<Store<CallState>, CallError> {
+        let (identity, reach) = self.parts_of(tool, opts, deadline);
         let state = CallState::new(
             identity,
             opts.limits,
@@ -379,6 +403,155 @@ impl SkillComponent {
         Ok(store)
     }
 
+    /// The spare instance, if one made for this call's limits and assets
+    /// is ready, given the call's state: its fuel is what a fresh store
+    /// would have left after the same instantiation.
+    fn take_spare(
+        &self,
+        tool: &str,
+        opts: &CallOptions,
+        deadline: Instant,
+    ) -> Option<(Store<CallState>, Skill)> {
+        let assets = self.assets_of(opts);
+        let spare = self.inner.spares.take(&opts.limits, assets.as_deref())?;
+        let (mut store, skill, fuel_used) = spare.into_parts();
+        let (identity, reach) = self.parts_of(tool, opts, deadline);
+        let state = store.data_mut();
+        state.rebind(
+            identity,
+            deadline,
+            opts.config.clone(),
+            opts.invoker.clone(),
+            opts.depth,
+            opts.refs.clone(),
+            reach,
+        );
+        state.ticking = Some(self.inner.sandbox.ticker.ticking());
+        // Cannot fail: fuel is enabled on every sandbox engine.
+        let _ = store.set_fuel(opts.limits.fuel.saturating_sub(fuel_used));
+        store.set_epoch_deadline(1);
+        Some((store, skill))
+    }
+
+    /// Instantiates the component in `store`. If the pool is full and
+    /// spares of the sandbox's components hold slots, they are dropped and
+    /// the instantiation tried once more in a new store: spares never make
+    /// a call busy.
+    async fn instantiate(
+        &self,
+        store: &mut Store<CallState>,
+        tool: &str,
+        opts: &CallOptions,
+        deadline: Instant,
+    ) -> wasmtime::Result<Skill> {
+        let started = Instant::now();
+        match self.inner.pre.instantiate_async(&mut *store).await {
+            Ok(skill) => {
+                self.inner.spares.instantiated(started.elapsed());
+                Ok(skill)
+            }
+            Err(e)
+                if e.is::<wasmtime::PoolConcurrencyLimitError>()
+                    && self.inner.sandbox.spares.evict() =>
+            {
+                // The failed store's partial instances go with it.
+                *store = self
+                    .new_store(tool, opts, deadline)
+                    .map_err(|e| wasmtime::Error::msg(e.to_string()))?;
+                self.inner.pre.instantiate_async(&mut *store).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Starts making a spare for the next call under `limits` showing
+    /// `assets`, if the component gets spares and has none (see the
+    /// `spare` module). The task first yields, so that the tasks already
+    /// ready (the answer's writer on a one-thread runtime) run first.
+    fn refill(&self, limits: Limits, assets: Option<PathBuf>) {
+        let Some(threshold) = self.inner.sandbox.spare_threshold else {
+            return;
+        };
+        if !self.inner.spares.begin(threshold) {
+            return;
+        }
+        let making = MakingSpare(Some(self.clone()));
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(held) = self.inner.sandbox.spares.reserve() else {
+            return;
+        };
+        rt.spawn(async move {
+            tokio::task::yield_now().await;
+            if let Some(c) = &making.0 {
+                let made = c.make_spare(limits, assets, held).await;
+                making.finish(made);
+            }
+        });
+    }
+
+    /// A fresh instance under `limits` showing `assets`, with nothing of a
+    /// call bound to it, if its instantiation succeeds in time and touches
+    /// nothing outside its memory.
+    async fn make_spare(&self, limits: Limits, assets: Option<PathBuf>, held: Held) -> Making {
+        const TOOL: &str = "(spare instance)";
+        let opts = CallOptions {
+            limits,
+            assets: assets.clone(),
+            ..Default::default()
+        };
+        let start = Instant::now();
+        let deadline = Self::deadline(&opts, start);
+        let Ok(mut store) = self.new_store(TOOL, &opts, deadline) else {
+            return Making::Refused;
+        };
+        let made = tokio::time::timeout_at(
+            deadline.into(),
+            self.inner.pre.instantiate_async(&mut store),
+        )
+        .await;
+        let skill = match made {
+            Ok(Ok(skill)) => skill,
+            // A trap or the deadline: the guest's own doing.
+            // The pool full: no slot to spare now.
+            Ok(Err(e)) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                return Making::Abandoned;
+            }
+            // A trap, a link error, the deadline: the component's own doing.
+            Ok(Err(_)) | Err(_) => return Making::Refused,
+        };
+        self.inner.spares.instantiated(start.elapsed());
+        let state = store.data_mut();
+        state.ticking = None;
+        if !super::spare::untouched(state) {
+            tracing::debug!(skill = %self.inner.label, "its instantiation touched the outside: no spare instances");
+            return Making::Refused;
+        }
+        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        Making::Ready(Spare::new(store, skill, fuel_used, limits, assets, held))
+    }
+
+    /// How many calls ran in a spare instance: a fresh instance made ahead
+    /// of its call once the previous call ended, for a component whose
+    /// instantiation is slow (see [`SandboxBuilder::spare_threshold`](super::SandboxBuilder::spare_threshold)).
+    ///
+    /// ```no_run
+    /// # fn f(c: skillhost::SkillComponent) { println!("{}", c.spares_used()); }
+    /// ```
+    pub fn spares_used(&self) -> u64 {
+        self.inner.spares.used()
+    }
+
+    /// Whether a spare instance is ready for the next call.
+    ///
+    /// ```no_run
+    /// # fn f(c: skillhost::SkillComponent) { println!("{}", c.spare_ready()); }
+    /// ```
+    pub fn spare_ready(&self) -> bool {
+        self.inner.spares.ready()
+    }
+
     fn deadline(opts: &CallOptions, start: Instant) -> Instant {
         let own = start + opts.limits.timeout;
         match opts.not_after {
@@ -404,7 +577,9 @@ impl SkillComponent {
         let deadline = Self::deadline(&opts, start);
         let mut store = self.new_store(TOOL, &opts, deadline)?;
         let run = async {
+            let started = Instant::now();
             let skill = self.inner.pre.instantiate_async(&mut store).await?;
+            self.inner.spares.instantiated(started.elapsed());
             skill
                 .skillhost_plugin_tools()
                 .call_implemented(&mut store)
@@ -432,13 +607,30 @@ impl SkillComponent {
         arguments_json: &str,
         opts: &CallOptions,
     ) -> Result<CallOutput, CallError> {
+        let result = self.call_once(tool, arguments_json, opts).await;
+        self.refill(opts.limits, self.assets_of(opts));
+        result
+    }
+
+    async fn call_once(
+        &self,
+        tool: &str,
+        arguments_json: &str,
+        opts: &CallOptions,
+    ) -> Result<CallOutput, CallError> {
         let start = Instant::now();
         let mut clock = crate::stages::start();
         let deadline = Self::deadline(opts, start);
-        let mut store = self.new_store(tool, opts, deadline)?;
+        let (mut store, spare) = match self.take_spare(tool, opts, deadline) {
+            Some((store, skill)) => (store, Some(skill)),
+            None => (self.new_store(tool, opts, deadline)?, None),
+        };
         crate::stages::lap(crate::stages::Stage::Store, &mut clock);
         let run = async {
-            let skill = self.inner.pre.instantiate_async(&mut store).await?;
+            let skill = match spare {
+                Some(skill) => skill,
+                None => self.instantiate(&mut store, tool, opts, deadline).await?,
+            };
             crate::stages::lap(crate::stages::Stage::Instantiate, &mut clock);
             let r = skill
                 .skillhost_plugin_tools()
@@ -680,6 +872,30 @@ fn error_chain(e: &wasmtime::Error) -> String {
 }
 
 #[allow(dead_code)]
+/// A spare being made: ends as abandoned if its task is dropped before it
+/// ends (its runtime shut down), so a later call may start another.
+struct MakingSpare(Option<SkillComponent>);
+
+impl MakingSpare {
+    fn finish(mut self, made: Making) {
+        if let Some(c) = self.0.take() {
+            let ready = matches!(made, Making::Ready(_));
+            c.inner.spares.made(made);
+            if ready {
+                c.inner.sandbox.spares.holds(&c.inner.spares);
+            }
+        }
+    }
+}
+
+impl Drop for MakingSpare {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.inner.spares.made(Making::Abandoned);
+        }
+    }
+}
+
 fn _assert_send(c: SkillComponent, o: CallOptions) {
     fn is_send<T: Send>(_: T) {}
     is_send(async move { c.call("t", "{}", &o).await });

@@ -14,6 +14,7 @@ mod invoke;
 mod notices;
 mod outbound;
 mod outcome;
+mod spare;
 mod state;
 mod teardown;
 mod ticker;
@@ -58,7 +59,9 @@ pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(1);
 /// - at most 256 instances at once; one more call gets a `busy` error;
 /// - [`LimitsPolicy::default()`]: 64 MiB, 10 s, 10¹⁰ fuel per call;
 /// - a 512 KiB WebAssembly stack;
-/// - a 1 ms epoch tick.
+/// - a 1 ms epoch tick;
+/// - spare instances for components whose instantiation takes at least
+///   50 µs (`SPARE_MIN_INSTANTIATE` in `limits.rs`).
 ///
 /// ```
 /// let sandbox = skillhost::SandboxBuilder::new().max_instances(16).build().unwrap();
@@ -72,6 +75,7 @@ pub struct SandboxBuilder {
     max_wasm_stack: usize,
     epoch_tick: Duration,
     memory_images: bool,
+    spare_threshold: Option<Duration>,
 }
 
 impl Default for SandboxBuilder {
@@ -94,6 +98,7 @@ impl SandboxBuilder {
             max_wasm_stack: DEFAULT_MAX_WASM_STACK,
             epoch_tick: DEFAULT_EPOCH_TICK,
             memory_images: true,
+            spare_threshold: Some(crate::limits::SPARE_MIN_INSTANTIATE),
         }
     }
 
@@ -150,6 +155,20 @@ impl SandboxBuilder {
     /// ```
     pub fn memory_images(&mut self, on: bool) -> &mut Self {
         self.memory_images = on;
+        self
+    }
+
+    /// Which components get a spare instance, made ahead of their next
+    /// call once a call ended: those whose instantiation took at least
+    /// `threshold`; `None`: none. A spare is a fresh instance that has
+    /// run only the component's instantiation, used by one call made under
+    /// the same limits (see [`SkillComponent::spares_used`]).
+    ///
+    /// ```
+    /// skillhost::SandboxBuilder::new().spare_threshold(None);
+    /// ```
+    pub fn spare_threshold(&mut self, threshold: Option<Duration>) -> &mut Self {
+        self.spare_threshold = threshold;
         self
     }
 
@@ -237,6 +256,8 @@ impl SandboxBuilder {
                 cache,
                 policy: self.policy,
                 ticker,
+                spare_threshold: self.spare_threshold,
+                spares: spare::SpareRoom::default(),
             }),
         })
     }
@@ -338,6 +359,10 @@ pub(crate) struct SandboxInner {
     cache: Option<cache::CompileCache>,
     policy: LimitsPolicy,
     ticker: ticker::EpochTicker,
+    /// Instantiations this long get spares; `None`: no spares.
+    spare_threshold: Option<Duration>,
+    /// The spares held or being made, across components.
+    spares: spare::SpareRoom,
 }
 
 /// The sandbox: one engine for the whole host, cheap to clone.

@@ -220,6 +220,8 @@ pub(crate) struct CallState {
     pub limits: Limits,
     pub deadline: Instant,
     pub hostward_bytes: u64,
+    /// How many imports of the `host` interface the guest called.
+    pub host_calls: u32,
     pub config: Arc<BTreeMap<String, String>>,
     pub invoker: Option<Arc<dyn Invoker>>,
     pub depth: u32,
@@ -317,6 +319,7 @@ impl CallState {
             limits,
             deadline,
             hostward_bytes: 0,
+            host_calls: 0,
             config,
             invoker,
             depth,
@@ -334,13 +337,44 @@ impl CallState {
         })
     }
 
+    /// Gives a spare store (made ahead of its call, see the `spare`
+    /// module) the state of the call it serves: who calls, its deadline,
+    /// config, invoker, depth, refs and reach. The limits and the assets
+    /// folder are the spare's own, equal to the call's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rebind(
+        &mut self,
+        identity: CallIdentity,
+        deadline: Instant,
+        config: Arc<BTreeMap<String, String>>,
+        invoker: Option<Arc<dyn Invoker>>,
+        depth: u32,
+        refs: Option<Arc<dyn RefReader>>,
+        reach: CallReach,
+    ) {
+        self.identity = identity;
+        self.deadline = deadline;
+        self.config = config;
+        self.invoker = invoker;
+        self.depth = depth;
+        self.refs = refs;
+        self.outbound = reach.outbound;
+        self.redact = reach.redact;
+        self.notices = reach.notices;
+        self.ask = reach.ask;
+        self.client_reach = reach.client_reach;
+    }
+
     /// The records of the outbound requests made so far.
     pub fn outbound_records(&self) -> Vec<OutboundRecord> {
         self.outbound.records()
     }
 
     /// Counts bytes the guest passes to the host; traps past the cap.
+    /// Every import of the `host` interface calls it first, so it also
+    /// counts them.
     pub fn charge_hostward(&mut self, bytes: usize) -> wasmtime::Result<()> {
+        self.host_calls = self.host_calls.saturating_add(1);
         self.hostward_bytes = self.hostward_bytes.saturating_add(bytes as u64);
         if self.hostward_bytes > self.limits.max_hostward_bytes {
             let trap = HostTrap::new(
