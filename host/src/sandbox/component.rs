@@ -16,7 +16,7 @@ use super::invoke::{Invoker, RefReader};
 use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 use super::spare::{Held, Making, Spare, Spares};
-use super::state::{CallIdentity, CallReach, CallState, HostTrap};
+use super::state::{CallBinding, CallIdentity, CallReach, CallState, HostTrap};
 use super::{SandboxInner, imports};
 use crate::escape::{escape_bytes, escape_control, redact};
 use crate::limits::Limits;
@@ -319,13 +319,9 @@ impl SkillComponent {
             .filter(|_| self.inner.capabilities.assets)
     }
 
-    /// Who calls and what the call may reach.
-    fn parts_of(
-        &self,
-        tool: &str,
-        opts: &CallOptions,
-        deadline: Instant,
-    ) -> (CallIdentity, CallReach) {
+    /// What ties a store to this call: who calls, by when, what it may
+    /// read and reach.
+    fn binding_of(&self, tool: &str, opts: &CallOptions, deadline: Instant) -> CallBinding {
         let reach = CallReach {
             // Without network access every request is refused (and recorded).
             outbound: OutboundHooks::new(
@@ -341,11 +337,18 @@ impl SkillComponent {
             ask: opts.ask.clone(),
             client_reach: opts.client_reach,
         };
-        let identity = CallIdentity {
-            skill: self.inner.label.clone(),
-            tool: tool.into(),
-        };
-        (identity, reach)
+        CallBinding {
+            identity: CallIdentity {
+                skill: self.inner.label.clone(),
+                tool: tool.into(),
+            },
+            deadline,
+            config: opts.config.clone(),
+            invoker: opts.invoker.clone(),
+            depth: opts.depth,
+            refs: opts.refs.clone(),
+            reach,
+        }
     }
 
     fn new_store(
@@ -354,29 +357,19 @@ impl SkillComponent {
         opts: &CallOptions,
         deadline: Instant,
     ) -> Result<Store<CallState>, CallError> {
-        let (identity, reach) = self.parts_of(tool, opts, deadline);
-        let state = CallState::new(
-            identity,
-            opts.limits,
-            deadline,
-            opts.config.clone(),
-            opts.invoker.clone(),
-            opts.depth,
-            opts.refs.clone(),
-            reach,
-        )
-        .map_err(|e| {
-            CallError::new(
-                &*self.inner.label,
-                tool,
-                CallFailure::Tool {
-                    error: ToolError::Failed(format!(
-                        "the skill's assets folder cannot be opened: {}",
-                        e.kind()
-                    )),
-                },
-            )
-        })?;
+        let state =
+            CallState::new(opts.limits, self.binding_of(tool, opts, deadline)).map_err(|e| {
+                CallError::new(
+                    &*self.inner.label,
+                    tool,
+                    CallFailure::Tool {
+                        error: ToolError::Failed(format!(
+                            "the skill's assets folder cannot be opened: {}",
+                            e.kind()
+                        )),
+                    },
+                )
+            })?;
         let mut store = Store::new(&self.inner.sandbox.engine, state);
         // The epoch advances only while some store lives.
         store.data_mut().ticking = Some(self.inner.sandbox.ticker.ticking());
@@ -415,17 +408,8 @@ impl SkillComponent {
         let assets = self.assets_of(opts);
         let spare = self.inner.spares.take(&opts.limits, assets.as_deref())?;
         let (mut store, skill, fuel_used) = spare.into_parts();
-        let (identity, reach) = self.parts_of(tool, opts, deadline);
         let state = store.data_mut();
-        state.rebind(
-            identity,
-            deadline,
-            opts.config.clone(),
-            opts.invoker.clone(),
-            opts.depth,
-            opts.refs.clone(),
-            reach,
-        );
+        state.rebind(self.binding_of(tool, opts, deadline));
         state.ticking = Some(self.inner.sandbox.ticker.ticking());
         // Cannot fail: fuel is enabled on every sandbox engine.
         let _ = store.set_fuel(opts.limits.fuel.saturating_sub(fuel_used));

@@ -273,18 +273,37 @@ pub(crate) struct CallReach {
     pub client_reach: super::ClientReach,
 }
 
+/// What ties a store to one call: who calls, by when, what it may read
+/// and reach. A fresh store is made with it; a spare store (made ahead of
+/// its call, see the `spare` module) is given it before the guest runs.
+pub(crate) struct CallBinding {
+    /// The skill and tool.
+    pub identity: CallIdentity,
+    /// When the call must end.
+    pub deadline: Instant,
+    /// Values `host.config` reads.
+    pub config: Arc<BTreeMap<String, String>>,
+    /// What `host.invoke` reaches.
+    pub invoker: Option<Arc<dyn Invoker>>,
+    /// Invoke depth of the call.
+    pub depth: u32,
+    /// What `host.read-ref` reads.
+    pub refs: Option<Arc<dyn RefReader>>,
+    /// What the call may reach beyond computing.
+    pub reach: CallReach,
+}
+
 impl CallState {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        identity: CallIdentity,
-        limits: Limits,
-        deadline: Instant,
-        config: Arc<BTreeMap<String, String>>,
-        invoker: Option<Arc<dyn Invoker>>,
-        depth: u32,
-        refs: Option<Arc<dyn RefReader>>,
-        reach: CallReach,
-    ) -> std::io::Result<CallState> {
+    pub fn new(limits: Limits, binding: CallBinding) -> std::io::Result<CallState> {
+        let CallBinding {
+            identity,
+            deadline,
+            config,
+            invoker,
+            depth,
+            refs,
+            reach,
+        } = binding;
         let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
         let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
         // Deny by default: no env, no args, no preopens (an empty
@@ -338,20 +357,18 @@ impl CallState {
     }
 
     /// Gives a spare store (made ahead of its call, see the `spare`
-    /// module) the state of the call it serves: who calls, its deadline,
-    /// config, invoker, depth, refs and reach. The limits and the assets
-    /// folder are the spare's own, equal to the call's.
-    #[allow(clippy::too_many_arguments)]
-    pub fn rebind(
-        &mut self,
-        identity: CallIdentity,
-        deadline: Instant,
-        config: Arc<BTreeMap<String, String>>,
-        invoker: Option<Arc<dyn Invoker>>,
-        depth: u32,
-        refs: Option<Arc<dyn RefReader>>,
-        reach: CallReach,
-    ) {
+    /// module) the call it serves. The limits and the assets folder are
+    /// the spare's own, equal to the call's.
+    pub fn rebind(&mut self, binding: CallBinding) {
+        let CallBinding {
+            identity,
+            deadline,
+            config,
+            invoker,
+            depth,
+            refs,
+            reach,
+        } = binding;
         self.identity = identity;
         self.deadline = deadline;
         self.config = config;
