@@ -70,12 +70,15 @@ impl skillhost::plugin::host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
         self.charge_hostward(message.len())?;
         let message = escape_control(
-            &crate::escape::redact(&self.redact, &message),
+            &crate::escape::redact(&self.call.reach.redact, &message),
             MAX_LOG_MESSAGE_BYTES,
             false,
         );
-        let (skill, tool) = (&*self.identity.skill, &*self.identity.tool);
-        self.notices.log(guest_level(level), skill, &message);
+        let (skill, tool) = (&*self.call.identity.skill, &*self.call.identity.tool);
+        self.call
+            .reach
+            .notices
+            .log(guest_level(level), skill, &message);
         match level {
             LogLevel::Trace => {
                 tracing::trace!(target: "skillhost::guest", skill, tool, "{message}")
@@ -98,28 +101,28 @@ impl skillhost::plugin::host::Host for CallState {
         arguments_json: String,
     ) -> wasmtime::Result<Result<String, WitToolError>> {
         self.charge_hostward(tool.len() + arguments_json.len())?;
-        let Some(invoker) = self.invoker.clone() else {
+        let Some(invoker) = self.call.invoker.clone() else {
             return Ok(Err(WitToolError::Denied(format!(
                 "`{tool}`: this call may not invoke other tools"
             ))));
         };
-        let depth = self.depth + 1;
+        let depth = self.call.depth + 1;
         if depth > MAX_INVOKE_DEPTH {
             return Ok(Err(WitToolError::Denied(format!(
                 "`{tool}`: invoke chains are limited to {MAX_INVOKE_DEPTH} levels"
             ))));
         }
-        if Instant::now() >= self.deadline {
+        if Instant::now() >= self.call.deadline {
             return Ok(Err(WitToolError::Failed(format!(
                 "`{tool}`: the caller's deadline has passed"
             ))));
         }
         let request = InvokeRequest {
-            caller: self.identity.skill.to_string(),
+            caller: self.call.identity.skill.to_string(),
             tool,
             arguments_json,
             depth,
-            deadline: self.deadline,
+            deadline: self.call.deadline,
         };
         let result = invoker.invoke(request).await;
         if let Ok(out) = &result {
@@ -131,7 +134,7 @@ impl skillhost::plugin::host::Host for CallState {
 
     fn config(&mut self, key: String) -> wasmtime::Result<Option<String>> {
         self.charge_hostward(key.len())?;
-        Ok(self.config.get(&key).cloned())
+        Ok(self.call.config.get(&key).cloned())
     }
 
     fn read_ref(
@@ -141,7 +144,7 @@ impl skillhost::plugin::host::Host for CallState {
         len: u32,
     ) -> wasmtime::Result<Result<Vec<u8>, WitToolError>> {
         self.charge_hostward(reference.len())?;
-        let Some(refs) = self.refs.clone() else {
+        let Some(refs) = self.call.refs.clone() else {
             return Ok(Err(WitToolError::Denied(format!(
                 "reference `{}` was not passed to this call",
                 escape_control(&reference, 128, false)
@@ -162,18 +165,21 @@ impl skillhost::plugin::host::Host for CallState {
         message: Option<String>,
     ) -> wasmtime::Result<()> {
         self.charge_hostward(message.as_ref().map_or(0, String::len) + 16)?;
-        if !self.notices.wants_progress() {
+        if !self.call.reach.notices.wants_progress() {
             return Ok(());
         }
         let message = message.map(|m| {
             escape_control(
-                &crate::escape::redact(&self.redact, &m),
+                &crate::escape::redact(&self.call.reach.redact, &m),
                 MAX_PROGRESS_MESSAGE_BYTES,
                 false,
             )
         });
-        let skill = self.identity.skill.clone();
-        self.notices.progress(&skill, progress, total, message);
+        let skill = self.call.identity.skill.clone();
+        self.call
+            .reach
+            .notices
+            .progress(&skill, progress, total, message);
         Ok(())
     }
 
@@ -183,7 +189,7 @@ impl skillhost::plugin::host::Host for CallState {
         schema_json: String,
     ) -> wasmtime::Result<Result<ElicitAnswer, WitToolError>> {
         self.charge_hostward(message.len() + schema_json.len())?;
-        if self.ask.is_none() {
+        if self.call.reach.ask.is_none() {
             return Ok(Err(WitToolError::Denied(
                 "this call's caller cannot be asked for input: only an MCP client that \
                  declared elicitation can answer `elicit`"
@@ -284,7 +290,7 @@ impl CallState {
             ));
         }
         let message = escape_control(
-            &crate::escape::redact(&self.redact, &message),
+            &crate::escape::redact(&self.call.reach.redact, &message),
             MAX_ELICIT_MESSAGE_BYTES,
             false,
         );
@@ -321,7 +327,7 @@ impl CallState {
             let question = match r.question {
                 WitQuestion::Form(f) => self.form_question(f.message, f.schema_json)?,
                 WitQuestion::Sample(params) => {
-                    if !self.client_reach.sampling {
+                    if !self.call.reach.client_reach.sampling {
                         return Err(ToolError::Denied(format!(
                             "question `{}` asks the client's model for a completion, and this \
                              skill has no approved `permissions.sampling`",
@@ -352,7 +358,7 @@ impl CallState {
                     }
                 }
                 WitQuestion::Roots => {
-                    if !self.client_reach.roots {
+                    if !self.call.reach.client_reach.roots {
                         return Err(ToolError::Denied(format!(
                             "question `{}` asks for the client's roots, and this skill has no \
                              approved `permissions.roots`",
@@ -381,7 +387,7 @@ impl CallState {
         if requests.is_empty() {
             return Ok(Ok(Vec::new()));
         }
-        let Some(asker) = self.ask.clone() else {
+        let Some(asker) = self.call.reach.ask.clone() else {
             if let Some(r) = requests.iter().find(|r| r.required) {
                 return Err(self.stop(AskStop::MissingCapability {
                     capability: r.question.capability(),
@@ -393,8 +399,8 @@ impl CallState {
                 .map(|_| InputAnswer::Unavailable(why.into()))
                 .collect()));
         };
-        let asked = asker.ask(&self.identity.skill, requests);
-        let deadline = tokio::time::Instant::from_std(self.deadline);
+        let asked = asker.ask(&self.call.identity.skill, requests);
+        let deadline = tokio::time::Instant::from_std(self.call.deadline);
         let answers = match tokio::time::timeout_at(deadline, asked).await {
             Ok(Ok(a)) => a,
             Ok(Err(AskError::Stop(stop))) => return Err(self.stop(stop)),

@@ -379,7 +379,7 @@ impl SkillComponent {
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
             let state = ctx.data();
-            if Instant::now() >= state.deadline {
+            if Instant::now() >= state.call.deadline {
                 Err(HostTrap::new(
                     TrapReason::Deadline,
                     format!(
@@ -428,12 +428,8 @@ impl SkillComponent {
         opts: &CallOptions,
         deadline: Instant,
     ) -> wasmtime::Result<Skill> {
-        let started = Instant::now();
-        match self.inner.pre.instantiate_async(&mut *store).await {
-            Ok(skill) => {
-                self.inner.spares.instantiated(started.elapsed());
-                Ok(skill)
-            }
+        match self.instantiate_timed(store).await {
+            Ok(skill) => Ok(skill),
             Err(e)
                 if e.is::<wasmtime::PoolConcurrencyLimitError>()
                     && self.inner.sandbox.spares.evict() =>
@@ -446,6 +442,15 @@ impl SkillComponent {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Instantiates the component in `store`, noting how long it took
+    /// (what decides whether the component gets spares).
+    async fn instantiate_timed(&self, store: &mut Store<CallState>) -> wasmtime::Result<Skill> {
+        let started = Instant::now();
+        let skill = self.inner.pre.instantiate_async(&mut *store).await?;
+        self.inner.spares.instantiated(started.elapsed());
+        Ok(skill)
     }
 
     /// Starts making a spare for the next call under `limits` showing
@@ -485,19 +490,14 @@ impl SkillComponent {
             assets: assets.clone(),
             ..Default::default()
         };
-        let start = Instant::now();
-        let deadline = Self::deadline(&opts, start);
+        let deadline = Self::deadline(&opts, Instant::now());
         let Ok(mut store) = self.new_store(TOOL, &opts, deadline) else {
             return Making::Refused;
         };
-        let made = tokio::time::timeout_at(
-            deadline.into(),
-            self.inner.pre.instantiate_async(&mut store),
-        )
-        .await;
+        let made =
+            tokio::time::timeout_at(deadline.into(), self.instantiate_timed(&mut store)).await;
         let skill = match made {
             Ok(Ok(skill)) => skill,
-            // A trap or the deadline: the guest's own doing.
             // The pool full: no slot to spare now.
             Ok(Err(e)) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
                 return Making::Abandoned;
@@ -505,7 +505,6 @@ impl SkillComponent {
             // A trap, a link error, the deadline: the component's own doing.
             Ok(Err(_)) | Err(_) => return Making::Refused,
         };
-        self.inner.spares.instantiated(start.elapsed());
         let state = store.data_mut();
         state.ticking = None;
         if !super::spare::untouched(state) {
@@ -561,9 +560,7 @@ impl SkillComponent {
         let deadline = Self::deadline(&opts, start);
         let mut store = self.new_store(TOOL, &opts, deadline)?;
         let run = async {
-            let started = Instant::now();
-            let skill = self.inner.pre.instantiate_async(&mut store).await?;
-            self.inner.spares.instantiated(started.elapsed());
+            let skill = self.instantiate_timed(&mut store).await?;
             skill
                 .skillhost_plugin_tools()
                 .call_implemented(&mut store)
@@ -712,11 +709,11 @@ impl SkillComponent {
     fn take_stdio(&self, tool: &str, store: &Store<CallState>) -> (String, String) {
         let state = store.data();
         let stdout = redact(
-            &state.redact,
+            &state.call.reach.redact,
             &escape_bytes(&state.stdout.lock().kept, usize::MAX),
         );
         let stderr = redact(
-            &state.redact,
+            &state.call.reach.redact,
             &escape_bytes(&state.stderr.lock().kept, usize::MAX),
         );
         let skill = &*self.inner.label;
@@ -855,7 +852,6 @@ fn error_chain(e: &wasmtime::Error) -> String {
     escape_control(&s, 1024, false)
 }
 
-#[allow(dead_code)]
 /// A spare being made: ends as abandoned if its task is dropped before it
 /// ends (its runtime shut down), so a later call may start another.
 struct MakingSpare(Option<SkillComponent>);
@@ -880,6 +876,7 @@ impl Drop for MakingSpare {
     }
 }
 
+#[allow(dead_code)]
 fn _assert_send(c: SkillComponent, o: CallOptions) {
     fn is_send<T: Send>(_: T) {}
     is_send(async move { c.call("t", "{}", &o).await });

@@ -72,9 +72,7 @@ impl Spare {
             _held: held,
         }
     }
-}
 
-impl Spare {
     /// Its store, its instance and the fuel its instantiation consumed;
     /// its place among the sandbox's spares is given back (it is a call's
     /// instance now).

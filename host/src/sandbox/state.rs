@@ -216,34 +216,18 @@ pub(crate) struct CallState {
     pub limiter: CallLimiter,
     pub stdout: CapturedOutput,
     pub stderr: CapturedOutput,
-    pub identity: CallIdentity,
+    /// The call this store serves.
+    pub call: CallBinding,
     pub limits: Limits,
-    pub deadline: Instant,
     pub hostward_bytes: u64,
     /// How many imports of the `host` interface the guest called.
     pub host_calls: u32,
-    pub config: Arc<BTreeMap<String, String>>,
-    pub invoker: Option<Arc<dyn Invoker>>,
-    pub depth: u32,
-    pub refs: Option<Arc<dyn RefReader>>,
     /// The first deliberate trap a host function raised.
     pub host_trap: Option<HostTrap>,
     /// Keeps the epoch ticker running while this call's store lives.
     pub ticking: Option<super::ticker::Ticking>,
     /// `wasi:http` state.
     http: wasmtime_wasi_http::WasiHttpCtx,
-    /// The send hook and records of outbound requests; without network
-    /// access it refuses every request (and records each refusal).
-    outbound: OutboundHooks,
-    /// Secret values redacted from the guest's log lines and stdio.
-    pub redact: Arc<[String]>,
-    /// Where progress reports and log lines go besides the host's log.
-    pub notices: super::Notices,
-    /// Who answers `host.ask` and `host.elicit`; `None`: nobody can be
-    /// asked.
-    pub ask: Option<Arc<dyn super::Asker>>,
-    /// Which questions beyond forms the skill may ask.
-    pub client_reach: super::ClientReach,
     /// Why the call stopped at a question, once it did.
     pub ask_stop: Option<super::AskStop>,
     /// How many `host.elicit` questions the call asked (they are keyed
@@ -295,15 +279,6 @@ pub(crate) struct CallBinding {
 
 impl CallState {
     pub fn new(limits: Limits, binding: CallBinding) -> std::io::Result<CallState> {
-        let CallBinding {
-            identity,
-            deadline,
-            config,
-            invoker,
-            depth,
-            refs,
-            reach,
-        } = binding;
         let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
         let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
         // Deny by default: no env, no args, no preopens (an empty
@@ -315,7 +290,7 @@ impl CallState {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_blocking_current_thread(false);
-        if let Some(dir) = &reach.assets {
+        if let Some(dir) = &binding.reach.assets {
             // Read-only: no file or folder may be created, written or
             // removed; cap-std refuses `..` and symlinks out of it.
             builder
@@ -334,23 +309,13 @@ impl CallState {
             },
             stdout,
             stderr,
-            identity,
+            call: binding,
             limits,
-            deadline,
             hostward_bytes: 0,
             host_calls: 0,
-            config,
-            invoker,
-            depth,
-            refs,
             host_trap: None,
             ticking: None,
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
-            outbound: reach.outbound,
-            redact: reach.redact,
-            notices: reach.notices,
-            ask: reach.ask,
-            client_reach: reach.client_reach,
             ask_stop: None,
             elicits: 0,
         })
@@ -360,31 +325,12 @@ impl CallState {
     /// module) the call it serves. The limits and the assets folder are
     /// the spare's own, equal to the call's.
     pub fn rebind(&mut self, binding: CallBinding) {
-        let CallBinding {
-            identity,
-            deadline,
-            config,
-            invoker,
-            depth,
-            refs,
-            reach,
-        } = binding;
-        self.identity = identity;
-        self.deadline = deadline;
-        self.config = config;
-        self.invoker = invoker;
-        self.depth = depth;
-        self.refs = refs;
-        self.outbound = reach.outbound;
-        self.redact = reach.redact;
-        self.notices = reach.notices;
-        self.ask = reach.ask;
-        self.client_reach = reach.client_reach;
+        self.call = binding;
     }
 
     /// The records of the outbound requests made so far.
     pub fn outbound_records(&self) -> Vec<OutboundRecord> {
-        self.outbound.records()
+        self.call.reach.outbound.records()
     }
 
     /// Counts bytes the guest passes to the host; traps past the cap.
@@ -428,7 +374,7 @@ impl wasmtime_wasi_http::WasiHttpView for CallState {
         wasmtime_wasi_http::WasiHttpCtxView {
             ctx: &mut self.http,
             table: &mut self.table,
-            hooks: &mut self.outbound,
+            hooks: &mut self.call.reach.outbound,
         }
     }
 }
