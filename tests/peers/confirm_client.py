@@ -8,7 +8,7 @@ the SDK retries with the user's answer) or `legacy` (`initialize`: the
 server sends `elicitation/create` while the call waits). The elicitation
 callback answers, in turn: accept with approve=true, decline, cancel. Then
 `py.slow` is called with a progress callback. Prints one JSON object; the
-Rust test (host/tests/serve_confirm.rs) asserts on it. Every wait is bounded.
+Rust test (host/tests/binary/serve_confirm.rs) asserts on it. Every wait is bounded.
 """
 
 import json

@@ -7,7 +7,7 @@ Usage: console_watch.py URL TOKEN
 Prints one JSON line when connected, {"tools": [names]}, then one line per
 `notifications/tools/list_changed`, {"changed": n, "tools": [names]} (the
 tools listed again after it). Ends when stdin closes, or after 120 s.
-host/tests/console.rs reads the lines while it changes grants in the
+host/tests/binary/console.rs reads the lines while it changes grants in the
 console.
 """
 

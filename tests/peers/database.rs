@@ -1,7 +1,7 @@
 //! The databases a test runs the host on: the data dir's SQLite file, or a
 //! fresh database on the tests' PostgreSQL server (the test matrix: one
 //! test body, run on each). Included by path in the test crates that use
-//! it (`host/tests/common`, `tests/src`).
+//! it (`host/tests/binary/common`, `tests/src`).
 //!
 //! The server is `SKILLHOST_TEST_POSTGRES` (a `postgres://` URL of a role
 //! that may create databases), else the one `tests/peers/install.sh`

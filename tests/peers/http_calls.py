@@ -8,7 +8,7 @@ CALLS is a JSON list of {"tool": NAME, "args": {...}, "timeout": SECONDS?}:
 with `timeout` the client gives up after that many seconds and sends
 `notifications/cancelled` (the SDK's read timeout). Prints one JSON list,
 one entry per call: {"result": CallToolResult} or {"error": message}.
-host/tests/serve_metrics.rs asserts on what the server counted. Every
+host/tests/binary/serve_metrics.rs asserts on what the server counted. Every
 wait is bounded.
 """
 

@@ -3,7 +3,7 @@
 Usage: http_client.py URL TOKEN MODE
 
 MODE is `auto` (the 2026-07-28 era) or `legacy` (initialize handshake).
-Prints one JSON object with what each step saw; host/tests/serve_http.rs
+Prints one JSON object with what each step saw; host/tests/binary/serve_http.rs
 asserts on it. Every wait is bounded by the SDK's timeouts.
 """
 

@@ -7,7 +7,7 @@ Usage: http_session.py URL TOKEN MODE   (MODE: auto = 2026-07-28, legacy)
 
 The client declares no elicitation support, so the confirmation comes back
 as the `waiting_approval` result. Prints one JSON object; the Rust test
-(host/tests/serve_http.rs) asserts on it. Every wait is bounded.
+(host/tests/binary/serve_http.rs) asserts on it. Every wait is bounded.
 """
 
 import json

@@ -20,7 +20,7 @@ handler returns the code, state and issuer of that URL.
 Then: tools/list and text.word_count in the 2026-07-28 era (`auto`), a
 hidden tool, and a second session (`legacy` era) with the stored tokens,
 which must not sign in again. Prints one JSON object with what each step
-saw; host/tests/front_oauth.rs asserts on it. It holds the access token the
+saw; host/tests/binary/front_oauth.rs asserts on it. It holds the access token the
 SDK obtained (under `access_token`), only so that the test can check that
 the token was written nowhere else. Every wait is bounded.
 """

@@ -5,7 +5,7 @@ Usage: published_client.py SKILLHOST DATA_DIR PERSONA MODE
 
 Every step is a raw request, so that errors come back as their JSON-RPC
 code and message. Prints one JSON object with what each step saw; the Rust
-test (host/tests/serve.rs) asserts on it. Every wait is bounded.
+test (host/tests/binary/serve.rs) asserts on it. Every wait is bounded.
 """
 
 import json

@@ -4,7 +4,7 @@ Usage: serve_client.py SKILLHOST DATA_DIR PERSONA MODE
 
 MODE is `auto` (server/discover, the 2026-07-28 era) or `legacy` (the
 initialize handshake). Prints one JSON object with what each step saw; the
-Rust test (host/tests/serve.rs) asserts on it. Every wait is bounded.
+Rust test (host/tests/binary/serve.rs) asserts on it. Every wait is bounded.
 """
 
 import base64

@@ -1,5 +1,5 @@
 //! Fixture tools for the server scenarios of the MCP conformance suite
-//! (`host/tests/serve_conformance.rs`): the names, schemas and behaviours
+//! (`host/tests/binary/serve_conformance.rs`): the names, schemas and behaviours
 //! the suite's scenarios expect of a server, as far as a skill can express
 //! them. For tests only.
 

@@ -1,0 +1,372 @@
+//! The author's path in each language, as a new author runs it: `new`,
+//! `build`, `check`, `keygen`, `pack`, `trust add`, `install`, `call`. The
+//! Python and JavaScript toolchains are the pinned ones
+//! tests/peers/install.sh puts in target/peers. And what `build` says when
+//! a toolchain or the wasm target is missing.
+
+use crate::common;
+use common::{repo, skillhost, stderr};
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn componentize_py() -> PathBuf {
+    repo().join("target/peers/venv/bin/componentize-py")
+}
+
+fn componentize_js() -> PathBuf {
+    repo().join("target/peers/node/node_modules/.bin/componentize-js")
+}
+
+/// `skillhost` with the guest toolchains of target/peers.
+fn run_with_toolchains(data: &Path, args: &[&str]) -> Output {
+    common::command(data, args)
+        .env("SKILLHOST_COMPONENTIZE_PY", componentize_py())
+        .env("SKILLHOST_COMPONENTIZE_JS", componentize_js())
+        .output()
+        .expect("run skillhost")
+}
+
+/// From nothing to a signed, installed skill answering a call.
+fn author_path(lang: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let w = |p: &str| work.path().join(p).to_str().unwrap().to_string();
+    let run = |args: &[&str]| {
+        let o = run_with_toolchains(&data, args);
+        assert!(o.status.success(), "{lang} {args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let name = format!("hello-{lang}");
+    let stem = name.replace('-', "_");
+    run(&["new", &name, "--lang", lang, "--dir", &w("")]);
+    let dir = w(&name);
+    // Nothing in the folder names a path of this machine.
+    let root = repo().display().to_string();
+    for entry in walk(Path::new(&dir)) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains(&root) && !text.contains(work.path().to_str().unwrap()),
+            "{} names a local path",
+            entry.display()
+        );
+    }
+    run(&["build", &dir]);
+    assert!(run(&["check", &dir]).contains("1/1 examples passed"));
+    run(&["keygen", "--out", &w("alice")]);
+    run(&[
+        "pack",
+        &dir,
+        "--key",
+        &w("alice.key"),
+        "--out",
+        &w("s.skill"),
+    ]);
+    run(&["trust", "add", &w("alice.pub"), "--name", "alice"]);
+    assert!(run(&["install", &w("s.skill")]).contains(&format!("installed {name}@0.1.0")));
+    let out = run(&[
+        "call",
+        &format!("{stem}.greet"),
+        "--args",
+        r#"{"name":"Ada"}"#,
+    ]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        serde_json::json!({"greeting": "Hello, Ada!"})
+    );
+    // A blank name is the skill's own InvalidInput, named as such.
+    let o = run_with_toolchains(
+        &data,
+        &[
+            "call",
+            &format!("{stem}.greet"),
+            "--args",
+            r#"{"name":" "}"#,
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("invalid-input") && stderr(&o).contains("field `name`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if !p.ends_with("target") && !p.ends_with("node_modules") {
+                out.extend(walk(&p));
+            }
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn python_author_path() {
+    author_path("python");
+}
+
+#[test]
+fn javascript_author_path() {
+    author_path("js");
+}
+
+#[test]
+fn rust_skill_vendors_its_sdk_and_names_no_local_path() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let o = skillhost(
+        &data,
+        &["new", "vendored", "--dir", work.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = work.path().join("vendored");
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(cargo.contains(r#"path = "sdk/skillhost-guest""#), "{cargo}");
+    for f in [
+        "sdk/skillhost-guest/Cargo.toml",
+        "sdk/skillhost-guest/src/lib.rs",
+        "sdk/wit/skill.wit",
+        "rust-toolchain.toml",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let toolchain = std::fs::read_to_string(dir.join("rust-toolchain.toml")).unwrap();
+    let pinned = std::fs::read_to_string(repo().join("rust-toolchain.toml")).unwrap();
+    let channel = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("channel"))
+            .map(str::to_string)
+    };
+    assert_eq!(channel(&toolchain), channel(&pinned), "{toolchain}");
+    assert!(toolchain.contains("wasm32-wasip2"), "{toolchain}");
+    let sdk = std::fs::read_to_string(dir.join("sdk/skillhost-guest/Cargo.toml")).unwrap();
+    assert!(!sdk.contains(".workspace"), "{sdk}");
+    assert!(sdk.contains("rust-version = \"1.95\""), "{sdk}");
+    assert!(sdk.contains("version = \"0.1.0\""), "{sdk}");
+    let root = repo().display().to_string();
+    for entry in walk(&dir) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(!text.contains(&root), "{} names {root}", entry.display());
+    }
+}
+
+#[test]
+fn build_names_the_missing_toolchain_and_how_to_install_it() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let empty_path = work.path().join("bin");
+    std::fs::create_dir_all(&empty_path).unwrap();
+    for (lang, words) in [
+        ("python", "pip install componentize-py==0.25.1"),
+        (
+            "js",
+            "npm install --save-dev @bytecodealliance/componentize-js@0.23.0",
+        ),
+    ] {
+        let name = format!("missing-{lang}");
+        let o = skillhost(
+            &data,
+            &[
+                "new",
+                &name,
+                "--lang",
+                lang,
+                "--dir",
+                work.path().to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = common::command(&data, &["build", work.path().join(&name).to_str().unwrap()])
+            .env_remove("SKILLHOST_COMPONENTIZE_PY")
+            .env_remove("SKILLHOST_COMPONENTIZE_JS")
+            .env("PATH", &empty_path)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{lang}: {}", stderr(&o));
+        // Nothing half-built is left behind.
+        let left: Vec<_> = std::fs::read_dir(work.path().join(&name))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".wasm"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    // A Rust toolchain without the wasm32-wasip2 target: said before cargo
+    // runs, with the command that adds it.
+    let o = skillhost(
+        &data,
+        &["new", "no-target", "--dir", work.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sysroot = work.path().join("sysroot");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib/x86_64-unknown-linux-gnu")).unwrap();
+    let fake = work.path().join("fake-rustc");
+    std::fs::write(&fake, format!("#!/bin/sh\necho {}\n", sysroot.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = common::command(
+        &data,
+        &["build", work.path().join("no-target").to_str().unwrap()],
+    )
+    .env("RUSTC", &fake)
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rustup target add wasm32-wasip2"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn install_compiles_once_and_no_call_pays_compilation() {
+    // A Python skill (a large component): `install` compiles and caches
+    // it; the calls after it, each a new process, take it from the cache.
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let bundle = work.path().join("py.skill");
+    // plugins/py-stats with the component the test artifacts built from it.
+    let skill = work.path().join("py-stats");
+    std::fs::create_dir(&skill).unwrap();
+    for f in ["skill.yaml", "app.py"] {
+        std::fs::copy(
+            Path::new(skillhost_test_plugins::PY_STATS_DIR).join(f),
+            skill.join(f),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        skillhost_test_plugins::PY_STATS_WASM_PATH,
+        skill.join("py_stats.wasm"),
+    )
+    .unwrap();
+    let o = run_with_toolchains(
+        &work.path().join("pack-data"),
+        &[
+            "pack",
+            skill.to_str().unwrap(),
+            "--no-check",
+            "--out",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = common::command(
+        &data,
+        &[
+            "-v",
+            "install",
+            bundle.to_str().unwrap(),
+            "--allow-untrusted",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("compiled the component"),
+        "{}",
+        stderr(&o)
+    );
+    let cached = || -> Vec<_> {
+        std::fs::read_dir(data.join("cache/components"))
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name(), e.metadata().unwrap().modified().unwrap()))
+            .collect()
+    };
+    let after_install = cached();
+    assert_eq!(after_install.len(), 1, "{after_install:?}");
+    let o = skillhost(&data, &["skills", "trust", "py-stats"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for _ in 0..2 {
+        let o = common::command(
+            &data,
+            &[
+                "-vv",
+                "call",
+                "stats.describe",
+                "--args",
+                r#"{"numbers":[1,2,3]}"#,
+            ],
+        )
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("compiled the component"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains("took the compiled component from the cache"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(cached(), after_install);
+}
+
+#[test]
+fn sources_add_list_remove_without_editing_settings() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let run = |args: &[&str]| {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let o = skillhost(
+        &data,
+        &["new", "local-one", "--dir", work.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = work.path().join("local-one");
+    assert!(run(&["sources", "list"]).contains("no local skill folders"));
+    // Refused, each with a message naming what was wrong, nothing written.
+    for (arg, words) in [
+        (work.path().join("nowhere"), "no folder"),
+        (work.path().join("data"), "not a skill folder"),
+    ] {
+        let o = skillhost(&data, &["sources", "add", arg.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{}", stderr(&o));
+    }
+    assert!(run(&["sources", "list"]).contains("no local skill folders"));
+    // Added through a relative-looking path with `..`: stored absolute.
+    let roundabout = dir.join("..").join("local-one");
+    let added = run(&["sources", "add", roundabout.to_str().unwrap()]);
+    let canonical = dir.canonicalize().unwrap();
+    assert!(added.contains(canonical.to_str().unwrap()), "{added}");
+    let o = skillhost(&data, &["sources", "add", dir.to_str().unwrap()]);
+    assert!(stderr(&o).contains("a source already"), "{}", stderr(&o));
+    let listed: Vec<PathBuf> = serde_json::from_str(&run(&["sources", "list", "--json"])).unwrap();
+    assert_eq!(listed, vec![canonical.clone()]);
+    // Its skill is listed (local, untrusted) without a restart.
+    let skills = run(&["skills", "list", "--json"]);
+    assert!(skills.contains("\"local-one\""), "{skills}");
+    let settings = std::fs::read_to_string(data.join("settings.json")).unwrap();
+    assert!(settings.contains("skill_dirs"), "{settings}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(data.join("settings.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // Removed; removing again says it is not a source.
+    run(&["sources", "remove", dir.to_str().unwrap()]);
+    let o = skillhost(&data, &["sources", "remove", dir.to_str().unwrap()]);
+    assert!(stderr(&o).contains("is not a source"), "{}", stderr(&o));
+    assert!(!run(&["skills", "list", "--json"]).contains("\"local-one\""));
+    // The folder itself is untouched.
+    assert!(dir.join("skill.yaml").is_file());
+}
