@@ -11,7 +11,7 @@
 mod plugins;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 
 fn main() {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
@@ -20,6 +20,18 @@ fn main() {
         .nth(2)
         .expect("tests/artifacts is two folders down")
         .to_path_buf();
+    // The Python and JavaScript toolchains run side by side, and beside
+    // cargo's build of the Rust guests: each runs tens of seconds, mostly
+    // on one thread.
+    let polyglot: Vec<Building> = [
+        ("py-stats", Lang::Python),
+        ("hostile-py", Lang::Python),
+        ("js-slug", Lang::JavaScript),
+        ("hostile-js", Lang::JavaScript),
+    ]
+    .into_iter()
+    .map(|(name, lang)| start_polyglot(&root, name, lang))
+    .collect();
     let built = plugins::build(
         &root,
         &[
@@ -45,13 +57,9 @@ fn main() {
             dir = b.dir.display().to_string(),
         ));
     }
-    for (name, lang) in [
-        ("py-stats", Lang::Python),
-        ("hostile-py", Lang::Python),
-        ("js-slug", Lang::JavaScript),
-        ("hostile-js", Lang::JavaScript),
-    ] {
-        let wasm = build_polyglot(&root, name, lang);
+    for building in polyglot {
+        let name = building.name;
+        let wasm = building.finish(&root);
         let k = name.replace('-', "_").to_uppercase();
         out.push_str(&format!(
             "/// Path of the `{name}` component built from `plugins/{name}`.\npub const {k}_WASM_PATH: &str = {wasm:?};\n\
@@ -97,9 +105,46 @@ fn toolchain(root: &Path, env: &str, peers_path: &str) -> PathBuf {
     path
 }
 
-/// Builds `plugins/<name>` (an `app.py` or `app.js` on the SDK in
+/// A Python or JavaScript guest's toolchain, running.
+struct Building {
+    name: &'static str,
+    child: Child,
+    wasm: PathBuf,
+}
+
+impl Building {
+    /// Waits for the toolchain; the component's path, or a panic naming
+    /// the plugin.
+    fn finish(mut self, root: &Path) -> PathBuf {
+        let name = self.name;
+        let status = self
+            .child
+            .wait()
+            .unwrap_or_else(|e| panic!("the toolchain for {name} did not finish: {e}"));
+        if !status.success() {
+            panic!("building plugins/{name} failed ({status}); see the output above");
+        }
+        let dir = root.join("plugins").join(name);
+        for path in [
+            dir.join("app.py"),
+            dir.join("app.js"),
+            dir.join("skill.yaml"),
+            root.join("guest-sdk/python/skillhost.py"),
+            root.join("guest-sdk/js/skillhost.js"),
+        ] {
+            // Only existing files: a missing one would rerun this script on
+            // every build (and rebuild the guests).
+            if path.is_file() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+        self.wasm
+    }
+}
+
+/// Starts building `plugins/<name>` (an `app.py` or `app.js` on the SDK in
 /// `guest-sdk/`) into `$OUT_DIR/<name>.wasm`.
-fn build_polyglot(root: &Path, name: &str, lang: Lang) -> PathBuf {
+fn start_polyglot(root: &Path, name: &'static str, lang: Lang) -> Building {
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let dir = root.join("plugins").join(name);
     let wasm = out_dir.join(format!("{}.wasm", name.replace('-', "_")));
@@ -155,24 +200,8 @@ fn build_polyglot(root: &Path, name: &str, lang: Lang) -> PathBuf {
             cmd
         }
     };
-    let status = cmd
-        .status()
+    let child = cmd
+        .spawn()
         .unwrap_or_else(|e| panic!("cannot run the toolchain for {name}: {e}"));
-    if !status.success() {
-        panic!("building plugins/{name} failed ({status}); see the output above");
-    }
-    for path in [
-        dir.join("app.py"),
-        dir.join("app.js"),
-        dir.join("skill.yaml"),
-        root.join("guest-sdk/python/skillhost.py"),
-        root.join("guest-sdk/js/skillhost.js"),
-    ] {
-        // Only existing files: a missing one would rerun this script on
-        // every build (and rebuild the guests).
-        if path.is_file() {
-            println!("cargo:rerun-if-changed={}", path.display());
-        }
-    }
-    wasm
+    Building { name, child, wasm }
 }
