@@ -206,6 +206,20 @@ async fn python_and_js_calls_run_in_instances_made_ahead_of_them() {
     }
 }
 
+/// A Python tool warmed up at build time (the SDK's `warm_up`): the
+/// warm-up's calls (16 rounds of its one argument object) are in the heap
+/// every instance starts from, fresh or spare, and a call's own state goes
+/// with its instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_up_calls_are_in_every_instance_and_a_call_leaves_nothing() {
+    for _ in 0..4 {
+        assert_eq!(
+            ok("hostile-py", "hostile_py.warmed", json!({})).await,
+            json!({"ok": true, "calls": 17})
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncaught_exceptions_become_tool_errors_with_their_message() {
     for (which, tool, text) in [

@@ -7,12 +7,15 @@
 //!
 //! - `rust_*`: `text.word_count` of text-tools;
 //! - `python_*`: `stats.describe` of py-stats (CPython, a pre-initialised
-//!   heap of tens of MiB);
+//!   heap of tens of MiB; the tool is warmed up at build time, the Python
+//!   SDK's `warm_up`);
 //! - `js_*`: `slug.make` of js-slug (StarlingMonkey);
 //!
 //! - `python_trivial_*`, `js_trivial_*`: a tool that only answers
 //!   `{"ok": true}` (hostile-py's and hostile-js's `ok`), so what remains is
 //!   the fresh instance and the SDK's dispatch;
+//! - `python_trivial_warmed_*`: the same answer from a tool warmed up at
+//!   build time (hostile-py's `warmed`): what the warm-up saves a call;
 //!
 //! each as `*_fresh_call_p50_us` and `*_p90_us`, with the ratio to the Rust
 //! guest; then the same Python and JS calls with copy-on-write memory
@@ -55,6 +58,13 @@ const GUESTS: &[Guest] = &[
         name: "python_trivial",
         wasm: art::HOSTILE_PY_WASM_PATH,
         tool: "hostile_py.ok",
+        args: "{}",
+        iterations: 2_000,
+    },
+    Guest {
+        name: "python_trivial_warmed",
+        wasm: art::HOSTILE_PY_WASM_PATH,
+        tool: "hostile_py.warmed",
         args: "{}",
         iterations: 2_000,
     },

@@ -62,6 +62,19 @@ def ok(args: dict) -> dict:
     return {"ok": True}
 
 
+_calls = 0
+
+
+@skill.tool("hostile_py.warmed", warm_up=[{}])
+def warmed(args: dict) -> dict:
+    """Answers like `ok` and counts its calls: the build's warm-up calls
+    are in the heap every instance starts from; a call's own count goes
+    with its instance."""
+    global _calls
+    _calls += 1
+    return {"ok": True, "calls": _calls}
+
+
 @skill.tool("hostile_py.ask")
 def ask(args: dict) -> dict:
     # No catch: a `denied` answer ends the call as `denied`.

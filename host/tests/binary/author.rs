@@ -112,6 +112,44 @@ fn python_author_path() {
     author_path("python");
 }
 
+/// A Python tool's warm-up call that fails fails the build, naming the
+/// tool and the skill's own message; nothing is placed.
+#[test]
+fn a_failing_python_warm_up_fails_the_build_naming_the_tool() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = work.path().join("cold-start");
+    let o = run_with_toolchains(
+        &data,
+        &[
+            "new",
+            "cold-start",
+            "--lang",
+            "python",
+            "--dir",
+            work.path().to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let app = dir.join("app.py");
+    let text = std::fs::read_to_string(&app).unwrap();
+    assert!(text.contains(r#"warm_up=[{"name": "Ada"}]"#), "{text}");
+    std::fs::write(
+        &app,
+        text.replace(r#"warm_up=[{"name": "Ada"}]"#, r#"warm_up=[{"name": " "}]"#),
+    )
+    .unwrap();
+    let o = run_with_toolchains(&data, &["build", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains(r#"warm-up of `cold_start.greet` with {"name": " "} failed"#)
+            && err.contains("field `name`: must not be blank"),
+        "{err}"
+    );
+    assert!(!dir.join("cold_start.wasm").exists());
+}
+
 #[test]
 fn javascript_author_path() {
     author_path("js");
