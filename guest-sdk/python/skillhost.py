@@ -289,6 +289,12 @@ def _decode(tool: str, cls: Any, args: Dict[str, Any]) -> Any:
     return cls(**args)
 
 
+def _describe(e: BaseException) -> str:
+    """An uncaught exception as the caller reads it: its type and message."""
+    message = str(e)
+    return f"{type(e).__name__}: {message}" if message else type(e).__name__
+
+
 def _encode(value: Any) -> str:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
@@ -355,9 +361,9 @@ class Skill:
             raise
         except BaseException as e:  # the skill's own bug: report it, keep the message
             traceback.print_exc(file=sys.stderr)
-            message = str(e)
-            text = f"{type(e).__name__}: {message}" if message else type(e).__name__
-            raise Err(_types.ToolError_Failed(f"uncaught exception in `{tool}`: {text}")) from None
+            raise Err(
+                _types.ToolError_Failed(f"uncaught exception in `{tool}`: {_describe(e)}")
+            ) from None
 
     def _call(self, tool: str, arguments_json: str) -> str:
         func = self._tools.get(tool)
@@ -395,15 +401,10 @@ class Skill:
                 for _ in range(WARM_UP_ROUNDS):
                     try:
                         self._call(name, arguments_json)
-                    except ToolError as e:
-                        raise RuntimeError(
-                            f"warm-up of `{name}` with {arguments_json} failed: "
-                            f"{e.message}"
-                        ) from None
                     except Exception as e:
+                        why = e.message if isinstance(e, ToolError) else _describe(e)
                         raise RuntimeError(
-                            f"warm-up of `{name}` with {arguments_json} failed: "
-                            f"{type(e).__name__}: {e}"
+                            f"warm-up of `{name}` with {arguments_json} failed: {why}"
                         ) from None
 
         class Tools(exports.Tools):
