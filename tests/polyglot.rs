@@ -221,6 +221,18 @@ async fn warm_up_calls_are_in_every_instance_and_a_call_leaves_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_heap_every_instance_shares_is_frozen_for_the_collector() {
+    // Frozen at build time by the SDK: the thousands of objects of the SDK
+    // and the standard library's modules (without the freeze: none), in
+    // every instance.
+    for _ in 0..3 {
+        let heap = ok("hostile-py", "hostile_py.heap", json!({})).await;
+        let frozen = heap["frozen"].as_u64().unwrap_or(0);
+        assert!(frozen > 5_000, "{heap}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncaught_exceptions_become_tool_errors_with_their_message() {
     for (which, tool, text) in [
         (

@@ -1,5 +1,6 @@
 """hostile-py: a Python skill that misbehaves on purpose."""
 
+import gc
 import os
 import socket
 
@@ -73,6 +74,13 @@ def warmed(args: dict) -> dict:
     global _calls
     _calls += 1
     return {"ok": True, "calls": _calls}
+
+
+@skill.tool("hostile_py.heap")
+def heap(args: dict) -> dict:
+    """How many objects of the heap the instance started from the SDK
+    froze for the collector at build time."""
+    return {"frozen": gc.get_freeze_count()}
 
 
 @skill.tool("hostile_py.ask")
