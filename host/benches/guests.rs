@@ -17,6 +17,9 @@
 //! - `python_trivial_warmed_*`: the same answer from a tool warmed up at
 //!   build time (hostile-py's `warmed`): what the warm-up saves a call;
 //!
+//! - `python_trivial_big_args`: `ok` again, with 1 000 rows of arguments
+//!   whose parsing allocates enough for CPython to collect in the call;
+//!
 //! each as `*_fresh_call_p50_us` and `*_p90_us`, with the ratio to the Rust
 //! guest; then the same Python and JS calls with copy-on-write memory
 //! images off (`*_copied_memory_p50_us`: the image copied into each
@@ -30,6 +33,11 @@
 //! (each call waits, untimed, until the spare its predecessor started is
 //! made: calls spaced as an agent's are), with the ratio to the fresh call;
 //! `n/a` for a guest that instantiates too quickly to get spares.
+//!
+//! `*_fresh_call_faults_p50` and `*_spare_call_faults_p50`: the page faults
+//! of one call, median (`getrusage` of the calling thread): each page of the
+//! copy-on-write memory image a call writes faults, and is copied, once in
+//! every fresh instance.
 
 use std::time::{Duration, Instant};
 
@@ -42,7 +50,8 @@ struct Guest {
     name: &'static str,
     wasm: &'static str,
     tool: &'static str,
-    args: &'static str,
+    /// The call's arguments (JSON).
+    args: fn() -> String,
     iterations: usize,
 }
 
@@ -51,45 +60,70 @@ const GUESTS: &[Guest] = &[
         name: "rust",
         wasm: art::TEXT_TOOLS_WASM_PATH,
         tool: "text.word_count",
-        args: r#"{"text":"the quick brown fox"}"#,
+        args: || r#"{"text":"the quick brown fox"}"#.into(),
         iterations: 20_000,
     },
     Guest {
         name: "python_trivial",
         wasm: art::HOSTILE_PY_WASM_PATH,
         tool: "hostile_py.ok",
-        args: "{}",
+        args: || "{}".into(),
         iterations: 2_000,
     },
     Guest {
         name: "python_trivial_warmed",
         wasm: art::HOSTILE_PY_WASM_PATH,
         tool: "hostile_py.warmed",
-        args: "{}",
+        args: || "{}".into(),
         iterations: 2_000,
+    },
+    Guest {
+        name: "python_trivial_big_args",
+        wasm: art::HOSTILE_PY_WASM_PATH,
+        tool: "hostile_py.ok",
+        args: big_args,
+        iterations: 1_000,
     },
     Guest {
         name: "python",
         wasm: art::PY_STATS_WASM_PATH,
         tool: "stats.describe",
-        args: r#"{"numbers":[2,4,4,4,5,5,7,9]}"#,
+        args: || r#"{"numbers":[2,4,4,4,5,5,7,9]}"#.into(),
         iterations: 2_000,
     },
     Guest {
         name: "js_trivial",
         wasm: art::HOSTILE_JS_WASM_PATH,
         tool: "hostile_js.ok",
-        args: "{}",
+        args: || "{}".into(),
         iterations: 5_000,
     },
     Guest {
         name: "js",
         wasm: art::JS_SLUG_WASM_PATH,
         tool: "slug.make",
-        args: r#"{"text":"Hello, World! WebAssembly skills"}"#,
+        args: || r#"{"text":"Hello, World! WebAssembly skills"}"#.into(),
         iterations: 5_000,
     },
 ];
+
+/// `{"rows": [[0, [0]], [1, [1]], …]}`, 1 000 rows: parsing it allocates
+/// 2 000 lists, enough for CPython to collect during the call.
+fn big_args() -> String {
+    let rows: Vec<String> = (0..1_000).map(|i| format!("[{i},[{i}]]")).collect();
+    format!(r#"{{"rows":[{}]}}"#, rows.join(","))
+}
+
+/// Page faults of this thread so far (a page a call writes in the
+/// copy-on-write heap faults once, in every fresh instance).
+fn faults() -> i64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+        return 0;
+    }
+    usage.ru_minflt + usage.ru_majflt
+}
 
 fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -117,7 +151,7 @@ fn main() -> anyhow::Result<()> {
         let started = Instant::now();
         let component = images.load(&label, &wasm)?;
         let load = started.elapsed();
-        let samples = rt.block_on(fresh_calls(&component, g, g.iterations))?;
+        let (samples, faulted) = rt.block_on(fresh_calls(&component, g, g.iterations))?;
         let p50 = percentile(&samples, 0.50);
         if g.name == "rust" {
             rust_p50 = p50;
@@ -127,6 +161,10 @@ fn main() -> anyhow::Result<()> {
             &format!("{}_fresh_call_p90_us", g.name),
             us(percentile(&samples, 0.90)),
         );
+        line(
+            &format!("{}_fresh_call_faults_p50", g.name),
+            median(faulted),
+        );
         line(&format!("{}_vs_rust", g.name), ratio(p50, rust_p50));
         line(
             &format!("{}_load_cached_ms", g.name),
@@ -134,19 +172,23 @@ fn main() -> anyhow::Result<()> {
         );
         if g.name != "rust" {
             let component = copied.load(&label, &wasm)?;
-            let samples = rt.block_on(fresh_calls(&component, g, g.iterations / 4))?;
+            let (samples, _) = rt.block_on(fresh_calls(&component, g, g.iterations / 4))?;
             let copied_p50 = percentile(&samples, 0.50);
             line(&format!("{}_copied_memory_p50_us", g.name), us(copied_p50));
             line(&format!("{}_images_save", g.name), ratio(copied_p50, p50));
 
             let component = spared.load(&label, &wasm)?;
             match rt.block_on(spare_calls(&component, g, g.iterations / 2))? {
-                Some(samples) => {
+                Some((samples, faulted)) => {
                     let spare_p50 = percentile(&samples, 0.50);
                     line(&format!("{}_spare_call_p50_us", g.name), us(spare_p50));
                     line(
                         &format!("{}_spare_call_p90_us", g.name),
                         us(percentile(&samples, 0.90)),
+                    );
+                    line(
+                        &format!("{}_spare_call_faults_p50", g.name),
+                        median(faulted),
                     );
                     line(&format!("{}_spare_vs_fresh", g.name), ratio(spare_p50, p50));
                 }
@@ -160,23 +202,30 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Each call's time and page faults.
+type Timed = (Vec<Duration>, Vec<i64>);
+
 async fn fresh_calls(
     component: &SkillComponent,
     g: &Guest,
     iterations: usize,
-) -> anyhow::Result<Vec<Duration>> {
+) -> anyhow::Result<Timed> {
     let opts = CallOptions::default();
+    let args = (g.args)();
     for _ in 0..WARMUP {
-        component.call(g.tool, g.args, &opts).await?;
+        component.call(g.tool, &args, &opts).await?;
     }
     let mut samples = Vec::with_capacity(iterations);
+    let mut faulted = Vec::with_capacity(iterations);
     for _ in 0..iterations {
+        let faults_before = faults();
         let started = Instant::now();
-        let out = component.call(g.tool, g.args, &opts).await?;
+        let out = component.call(g.tool, &args, &opts).await?;
         samples.push(started.elapsed());
+        faulted.push(faults() - faults_before);
         std::hint::black_box(out);
     }
-    Ok(samples)
+    Ok((samples, faulted))
 }
 
 /// Calls that each find a spare instance ready: before each, the bench
@@ -187,12 +236,14 @@ async fn spare_calls(
     component: &SkillComponent,
     g: &Guest,
     iterations: usize,
-) -> anyhow::Result<Option<Vec<Duration>>> {
+) -> anyhow::Result<Option<Timed>> {
     let opts = CallOptions::default();
+    let args = (g.args)();
     for _ in 0..WARMUP {
-        component.call(g.tool, g.args, &opts).await?;
+        component.call(g.tool, &args, &opts).await?;
     }
     let mut samples = Vec::with_capacity(iterations);
+    let mut faulted = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let give_up = Instant::now() + Duration::from_millis(200);
         while !component.spare_ready() {
@@ -202,16 +253,23 @@ async fn spare_calls(
             tokio::task::yield_now().await;
         }
         let before = component.spares_used();
+        let faults_before = faults();
         let started = Instant::now();
-        let out = component.call(g.tool, g.args, &opts).await?;
+        let out = component.call(g.tool, &args, &opts).await?;
         samples.push(started.elapsed());
+        faulted.push(faults() - faults_before);
         anyhow::ensure!(
             component.spares_used() == before + 1,
             "the call did not run in the spare"
         );
         std::hint::black_box(out);
     }
-    Ok(Some(samples))
+    Ok(Some((samples, faulted)))
+}
+
+fn median(mut v: Vec<i64>) -> i64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 fn percentile(samples: &[Duration], p: f64) -> Duration {
