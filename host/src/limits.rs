@@ -60,6 +60,12 @@ pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// that stopped reading is. `serve --idle-timeout-secs` changes it.
 pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a stopping HTTP server waits for its `subscriptions/listen`
+/// streams to write their final result (the 2026-07-28 graceful teardown)
+/// before it ends every session: 1 s. Writing one small message takes
+/// microseconds; a client that stopped reading must not hold the stop up.
+pub const HTTP_LISTEN_FINAL_RESULT_WAIT: Duration = Duration::from_secs(1);
+
 /// HTTP connections open at once, from every peer: 4096, well under the
 /// open-file limit `serve` raises itself to (the rest is for MCP servers'
 /// pipes, the database and the compiled-code cache). Over it a connection

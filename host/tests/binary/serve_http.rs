@@ -420,7 +420,8 @@ fn python_sdk_client_over_http_meets_every_kind_of_call() {
 
 /// A 2026-07-28 client's `subscriptions/listen` stream (a POST that stays
 /// open) is not a call in flight: SIGTERM ends it and the server exits
-/// without waiting out the grace period (5 s here).
+/// without waiting out the grace period (5 s here). It ends gracefully:
+/// the stream carries the subscription's final result before it closes.
 #[test]
 fn sigterm_does_not_wait_for_listen_streams() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -473,6 +474,26 @@ fn sigterm_does_not_wait_for_listen_streams() {
     assert!(
         took < Duration::from_secs(3),
         "the server waited {took:?} for an open listen stream"
+    );
+    // What the stream said after the acknowledgement, up to its end.
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    let seen = String::from_utf8_lossy(&seen);
+    let last = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .next_back()
+        .unwrap_or_default();
+    assert_eq!(last["id"], json!(1), "{seen}");
+    assert_eq!(last["result"]["resultType"], json!("complete"), "{seen}");
+    assert!(
+        last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(),
+        "{seen}"
     );
 }
 

@@ -22,7 +22,9 @@
 //!
 //! Shutdown ([`HttpServer::run`]'s future resolves): stop accepting, answer
 //! new requests on open connections with 503, let in-flight MCP requests
-//! finish within the grace period, then end every MCP session and stream.
+//! finish within the grace period, end each 2026-07-28
+//! `subscriptions/listen` with its final result (as that protocol's
+//! graceful teardown asks), then end every MCP session and stream.
 
 mod api;
 mod auth;
@@ -88,6 +90,9 @@ pub(crate) struct StateInner {
     /// Listening streams open now (legacy GET streams and 2026-07-28
     /// `subscriptions/listen`).
     listening: Arc<std::sync::atomic::AtomicUsize>,
+    /// The 2026-07-28 `subscriptions/listen` streams among them: at
+    /// shutdown each gets its final result before the sessions end.
+    listens: Arc<std::sync::atomic::AtomicUsize>,
     /// Cancelled after the grace period: ends sessions and streams.
     mcp_ct: CancellationToken,
     /// Cancelled when shutdown begins.
@@ -161,7 +166,8 @@ impl AppState {
             .unwrap_or_else(|e| e.into_inner());
         let service = services.entry(key).or_insert_with(|| {
             let front = McpFront::new(self.inner.host.clone(), caller.clone())
-                .with_elicitation(self.inner.elicitation);
+                .with_elicitation(self.inner.elicitation)
+                .with_stopping(self.inner.stopping.clone());
             let mut sessions = LocalSessionManager::default();
             sessions.session_config.keep_alive = Some(self.inner.limits.session_idle);
             let sessions = Arc::new(sessions);
@@ -234,6 +240,8 @@ struct Tracked {
     inner: Body,
     _token: Option<TaskTrackerToken>,
     _listening: Option<Listening>,
+    /// Held by a `subscriptions/listen` stream (counted in `listens`).
+    _listen: Option<Listening>,
 }
 
 impl http_body::Body for Tracked {
@@ -309,6 +317,9 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         None
     };
     let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
+    let listen = listen
+        .then(|| Listening::start(&st.inner.listens, usize::MAX))
+        .flatten();
     let mut service = st.service(&caller).service;
     let resp = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
@@ -321,6 +332,7 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
                 inner,
                 _token: Some(token),
                 _listening: None,
+                _listen: None,
             })
         }),
         (None, Some(listening)) => resp.map(|inner| {
@@ -328,6 +340,7 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
                 inner,
                 _token: None,
                 _listening: Some(listening),
+                _listen: listen,
             })
         }),
         (None, None) => resp,
@@ -612,6 +625,7 @@ impl HttpServerBuilder {
                 origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
                 services: Mutex::new(HashMap::new()),
                 listening: Arc::default(),
+                listens: Arc::default(),
                 limits: self.limits,
                 elicitation: self.elicitation,
                 mcp_ct: CancellationToken::new(),
@@ -733,6 +747,15 @@ impl HttpServer {
                 inner.in_flight.len(),
                 self.grace
             );
+        }
+        // `stopping` ended every `subscriptions/listen` with its final
+        // result (the 2026-07-28 graceful teardown): let those be written
+        // before the sessions' streams are cut.
+        let written = tokio::time::Instant::now() + crate::limits::HTTP_LISTEN_FINAL_RESULT_WAIT;
+        while inner.listens.load(std::sync::atomic::Ordering::Acquire) > 0
+            && tokio::time::Instant::now() < written
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         // End sessions and their streams, so every connection can close.
         inner.mcp_ct.cancel();

@@ -126,6 +126,9 @@ pub struct McpFront {
     log_level: logging::SessionLevel,
     /// The session's `resources/subscribe` URIs (one per session too).
     subscriptions: subscriptions::Subscriptions,
+    /// Cancelled when the server serving this front begins to stop: every
+    /// `subscriptions/listen` then ends with its final result.
+    stopping: Option<CancellationToken>,
 }
 
 /// The MCP tools made from one tool list ([`Host::tool_specs`] hands out
@@ -193,7 +196,16 @@ impl McpFront {
             tools: Arc::default(),
             log_level: logging::SessionLevel::default(),
             subscriptions: subscriptions::Subscriptions::default(),
+            stopping: None,
         }
+    }
+
+    /// This front, ending its `subscriptions/listen` streams gracefully
+    /// (with the final result the 2026-07-28 protocol defines) once
+    /// `stopping` is cancelled, while the transport can still carry it.
+    pub(crate) fn with_stopping(mut self, stopping: CancellationToken) -> McpFront {
+        self.stopping = Some(stopping);
+        self
     }
 
     /// This front for a new MCP session: the same host, caller and tool
@@ -1287,9 +1299,18 @@ impl ServerHandler for McpFront {
         let wants = |f: Option<bool>| f == Some(true);
         let mut watch = ListWatch::new(self);
         let mut changes = self.host.changes();
+        let stopping = self.stopping.clone();
+        let stopping = async move {
+            match stopping {
+                Some(t) => t.cancelled_owned().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(stopping);
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
+                () = &mut stopping => return Ok(()),
                 r = changes.changed() => if r.is_err() { return Ok(()) },
             }
             let (tools, skills) = watch.changed(self);
