@@ -163,7 +163,7 @@ fn main() -> anyhow::Result<()> {
         );
         line(
             &format!("{}_fresh_call_faults_p50", g.name),
-            median(faulted),
+            percentile(&faulted, 0.50),
         );
         line(&format!("{}_vs_rust", g.name), ratio(p50, rust_p50));
         line(
@@ -188,7 +188,7 @@ fn main() -> anyhow::Result<()> {
                     );
                     line(
                         &format!("{}_spare_call_faults_p50", g.name),
-                        median(faulted),
+                        percentile(&faulted, 0.50),
                     );
                     line(&format!("{}_spare_vs_fresh", g.name), ratio(spare_p50, p50));
                 }
@@ -267,12 +267,7 @@ async fn spare_calls(
     Ok(Some((samples, faulted)))
 }
 
-fn median(mut v: Vec<i64>) -> i64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
-}
-
-fn percentile(samples: &[Duration], p: f64) -> Duration {
+fn percentile<T: Copy + Ord + Default>(samples: &[T], p: f64) -> T {
     let mut s = samples.to_vec();
     s.sort_unstable();
     let i = ((s.len() as f64 - 1.0) * p).round() as usize;

@@ -92,7 +92,7 @@ pub(crate) struct StateInner {
     listening: Arc<std::sync::atomic::AtomicUsize>,
     /// The 2026-07-28 `subscriptions/listen` streams among them: at
     /// shutdown each gets its final result before the sessions end.
-    listens: Arc<std::sync::atomic::AtomicUsize>,
+    listens: TaskTracker,
     /// Cancelled after the grace period: ends sessions and streams.
     mcp_ct: CancellationToken,
     /// Cancelled when shutdown begins.
@@ -240,8 +240,8 @@ struct Tracked {
     inner: Body,
     _token: Option<TaskTrackerToken>,
     _listening: Option<Listening>,
-    /// Held by a `subscriptions/listen` stream (counted in `listens`).
-    _listen: Option<Listening>,
+    /// Held by a `subscriptions/listen` stream (tracked in `listens`).
+    _listen: Option<TaskTrackerToken>,
 }
 
 impl http_body::Body for Tracked {
@@ -317,9 +317,7 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         None
     };
     let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
-    let listen = listen
-        .then(|| Listening::start(&st.inner.listens, usize::MAX))
-        .flatten();
+    let listen = listen.then(|| st.inner.listens.token());
     let mut service = st.service(&caller).service;
     let resp = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
@@ -625,7 +623,7 @@ impl HttpServerBuilder {
                 origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
                 services: Mutex::new(HashMap::new()),
                 listening: Arc::default(),
-                listens: Arc::default(),
+                listens: TaskTracker::new(),
                 limits: self.limits,
                 elicitation: self.elicitation,
                 mcp_ct: CancellationToken::new(),
@@ -751,12 +749,12 @@ impl HttpServer {
         // `stopping` ended every `subscriptions/listen` with its final
         // result (the 2026-07-28 graceful teardown): let those be written
         // before the sessions' streams are cut.
-        let written = tokio::time::Instant::now() + crate::limits::HTTP_LISTEN_FINAL_RESULT_WAIT;
-        while inner.listens.load(std::sync::atomic::Ordering::Acquire) > 0
-            && tokio::time::Instant::now() < written
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        inner.listens.close();
+        let _ = tokio::time::timeout(
+            crate::limits::HTTP_LISTEN_FINAL_RESULT_WAIT,
+            inner.listens.wait(),
+        )
+        .await;
         // End sessions and their streams, so every connection can close.
         inner.mcp_ct.cancel();
         match tokio::time::timeout(Duration::from_secs(3), &mut server).await {

@@ -1299,18 +1299,12 @@ impl ServerHandler for McpFront {
         let wants = |f: Option<bool>| f == Some(true);
         let mut watch = ListWatch::new(self);
         let mut changes = self.host.changes();
-        let stopping = self.stopping.clone();
-        let stopping = async move {
-            match stopping {
-                Some(t) => t.cancelled_owned().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(stopping);
+        // Without a server that stops (stdio), a token nothing cancels.
+        let stopping = self.stopping.clone().unwrap_or_default();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
-                () = &mut stopping => return Ok(()),
+                () = stopping.cancelled() => return Ok(()),
                 r = changes.changed() => if r.is_err() { return Ok(()) },
             }
             let (tools, skills) = watch.changed(self);
