@@ -27,7 +27,7 @@
 //!   saying why, without it);
 //! - **bare http**: this bench re-executed with [`BARE_ARG`], a bare axum
 //!   handler on the same runtime `serve --http` uses (multi-thread, one
-//!   worker per CPU) that parses each POST's JSON-RPC request and returns
+//!   worker per CPU) and the same allocator (mimalloc) that parses each POST's JSON-RPC request and returns
 //!   a canned `tools/call` result: the floor of HTTP serving, with no
 //!   token, registry, sandbox or record.
 //!
@@ -57,7 +57,9 @@
 //! and less work on the server can make that happen more often. On one CPU
 //! the latency is the work of the call.
 //!
-//! Prints a table per pass (one row per transport, server and concurrency;
+//! Prints a table per pass (one row per transport, server and concurrency,
+//! with the server's own CPU time per call, all its threads, read from
+//! `/proc`: a figure the load generator sharing the CPUs does not blur;
 //! `x` rows: Python over skillhost for p50 and p99, skillhost over Python
 //! for calls/s, all > 1 when skillhost is faster), then one `name value`
 //! line per target (`_one_cpu` in the second pass): stdio p50 at
@@ -71,6 +73,11 @@
 //! `SKILLHOST_BENCH_CONCURRENCY` (e.g. `64`), `SKILLHOST_BENCH_ONE_CPU=0`
 //! (no second pass), `SKILLHOST_BENCH_BIN` (another skillhost binary, to
 //! compare builds).
+
+/// The allocator of the `skillhost` binary, for this bench too: the bare
+/// handler (this bench re-executed) gets what the server gets.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod mcp_http;
 #[path = "../../mcp/benches/pinning/mod.rs"]
@@ -329,16 +336,24 @@ async fn start_all(
         let mut cmd = skillhost(exe, data);
         cmd.args(["serve", "--http", "127.0.0.1:0"]);
         let (child, addr) = spawn_listening(cmd, "listening on http://").await?;
+        let pid = child.id();
         servers.push(child);
-        ways.push(Way::http("skillhost", addr, Some(token), "text.word_count"));
+        ways.push(Way::http(
+            "skillhost",
+            pid,
+            addr,
+            Some(token),
+            "text.word_count",
+        ));
     }
 
     if http && only.has("bare") {
         let mut cmd = Command::new(std::env::current_exe()?);
         cmd.arg(BARE_ARG).kill_on_drop(true);
         let (child, addr) = spawn_listening(cmd, "listening on ").await?;
+        let pid = child.id();
         servers.push(child);
-        ways.push(Way::http("bare", addr, None, "text.word_count"));
+        ways.push(Way::http("bare", pid, addr, None, "text.word_count"));
     }
     if !only.has("python") {
         return Ok(None);
@@ -361,8 +376,9 @@ async fn start_all(
             .args(["--transport", "streamable-http"])
             .kill_on_drop(true);
         let (child, addr) = spawn_listening(cmd, "listening on ").await?;
+        let pid = child.id();
         servers.push(child);
-        ways.push(Way::http("python", addr, None, "word_count"));
+        ways.push(Way::http("python", pid, addr, None, "word_count"));
     }
     Ok(None)
 }
@@ -420,6 +436,9 @@ struct Way {
     server: &'static str,
     transport: &'static str,
     conn: Conn,
+    /// The server's process, when it is a child of the bench (for its CPU
+    /// time; `None` for stdio servers, whose child the connection holds).
+    pid: Option<u32>,
 }
 
 enum Conn {
@@ -477,6 +496,7 @@ impl Way {
             let _ = child.kill().await;
             anyhow::bail!("{server} stdio: negotiated {version:?}, not {ERA}");
         }
+        let pid = child.id();
         Ok(Way {
             server,
             transport: "stdio",
@@ -485,11 +505,19 @@ impl Way {
                 child,
                 tool,
             },
+            pid,
         })
     }
 
-    fn http(server: &'static str, addr: String, token: Option<&str>, tool: &'static str) -> Way {
+    fn http(
+        server: &'static str,
+        pid: Option<u32>,
+        addr: String,
+        token: Option<&str>,
+        tool: &'static str,
+    ) -> Way {
         Way {
+            pid,
             server,
             transport: "http",
             conn: Conn::Http {
@@ -601,6 +629,27 @@ struct Row {
     p50_us: f64,
     p99_us: f64,
     calls_per_sec: f64,
+    /// The server's CPU time (user and system, all its threads) per call,
+    /// in µs, when it could be read.
+    cpu_us_per_call: Option<f64>,
+}
+
+/// The CPU time a process has used so far, all its threads, user and
+/// system (`/proc/PID/stat`, in clock ticks); `None` if it cannot be read.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command, which is in parentheses and may hold
+    // spaces: state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|&h| h > 0)?;
+    Some(Duration::from_nanos(
+        ticks.saturating_mul(1_000_000_000) / hz,
+    ))
 }
 
 /// Warm-up, then the rounds, for each concurrency.
@@ -612,10 +661,17 @@ async fn measure(plan: &Plan, ways: &mut [Way]) -> anyhow::Result<Vec<Row>> {
         }
         let mut took: Vec<Vec<Duration>> = vec![Vec::new(); ways.len()];
         let mut wall = vec![Duration::ZERO; ways.len()];
+        let mut cpu: Vec<Option<Duration>> = vec![Some(Duration::ZERO); ways.len()];
         for round in 0..plan.rounds {
             for k in 0..ways.len() {
                 let i = (round + k) % ways.len();
+                let before = ways[i].pid.and_then(cpu_time);
                 let (t, w) = ways[i].run(c, plan.round).await?;
+                let after = ways[i].pid.and_then(cpu_time);
+                cpu[i] = match (cpu[i], before, after) {
+                    (Some(sum), Some(b), Some(a)) => Some(sum + a.saturating_sub(b)),
+                    _ => None,
+                };
                 took[i].extend(t);
                 wall[i] += w;
             }
@@ -628,6 +684,7 @@ async fn measure(plan: &Plan, ways: &mut [Way]) -> anyhow::Result<Vec<Row>> {
                 p50_us: us(percentile(&took[i], 50.0)),
                 p99_us: us(percentile(&took[i], 99.0)),
                 calls_per_sec: took[i].len() as f64 / wall[i].as_secs_f64(),
+                cpu_us_per_call: cpu[i].map(|t| us(t) / took[i].len().max(1) as f64),
             });
         }
     }
@@ -643,8 +700,8 @@ fn find<'a>(rows: &'a [Row], transport: &str, server: &str, c: usize) -> Option<
 fn report(rows: &[Row], concurrency: &[usize], suffix: &str) {
     println!();
     println!(
-        "{:<9} {:<10} {:>5} {:>10} {:>10} {:>10}",
-        "transport", "server", "conc", "p50_us", "p99_us", "calls/s"
+        "{:<9} {:<10} {:>5} {:>10} {:>10} {:>10} {:>12}",
+        "transport", "server", "conc", "p50_us", "p99_us", "calls/s", "cpu_us/call"
     );
     let mut worst_x: Option<(f64, String)> = None;
     for transport in ["stdio", "http"] {
@@ -654,8 +711,15 @@ fn report(rows: &[Row], concurrency: &[usize], suffix: &str) {
             let bare = find(rows, transport, "bare", c);
             for r in [ours, py, bare].into_iter().flatten() {
                 println!(
-                    "{:<9} {:<10} {:>5} {:>10.1} {:>10.1} {:>10.0}",
-                    r.transport, r.server, r.concurrency, r.p50_us, r.p99_us, r.calls_per_sec
+                    "{:<9} {:<10} {:>5} {:>10.1} {:>10.1} {:>10.0} {:>12}",
+                    r.transport,
+                    r.server,
+                    r.concurrency,
+                    r.p50_us,
+                    r.p99_us,
+                    r.calls_per_sec,
+                    r.cpu_us_per_call
+                        .map_or_else(|| "-".to_string(), |c| format!("{c:.1}")),
                 );
             }
             if let (Some(o), Some(p)) = (ours, py) {

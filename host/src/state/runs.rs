@@ -310,32 +310,37 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// A new run id: `run_` and 24 hex digits (8 of time, 16 random).
+/// A new run id: `run_` and 24 hex digits: the time in seconds (8), a
+/// random tag of this process (8) and the process's count of runs (8).
+///
+/// Ids increase within a process: each new run's key lands at the end of
+/// the runs table's primary-key index, on the leaf page the previous run
+/// dirtied, so the writer's commit of a burst writes a few pages. With
+/// random digits after the time (as before), the keys of one second spread
+/// over every leaf of that second (some 160 pages at 16 000 calls/s), and a
+/// commit of 32 runs wrote some 32 leaf pages: about 4 KiB of log per run.
+/// The tag keeps processes apart (two processes started in the same second
+/// share one with odds of 1 in 2^32); the count, within a process (it
+/// would take 2^32 runs in one second to repeat). Run ids are names, not
+/// secrets: every use of one is authorized on its own.
 pub(crate) fn new_run_id() -> String {
     use std::sync::OnceLock;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    // One random seed per process and a counter, mixed (splitmix64): ids
-    // stay unique across processes (the seed) and within one (the counter)
-    // without a system call per call.
-    static SEED: OnceLock<u64> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = *SEED.get_or_init(|| {
-        let mut rnd = [0u8; 8];
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static TAG: OnceLock<u32> = OnceLock::new();
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let tag = *TAG.get_or_init(|| {
+        let mut rnd = [0u8; 4];
         // getrandom only fails on platforms without a source of
         // randomness; the time and process id still keep ids apart there.
         if getrandom::fill(&mut rnd).is_err() {
-            let t = u64::try_from(now_ms()).unwrap_or(0);
-            return t.rotate_left(20) ^ u64::from(std::process::id());
+            let t = u32::try_from(now_ms() & 0xffff_ffff).unwrap_or(0);
+            return t.rotate_left(16) ^ std::process::id();
         }
-        u64::from_le_bytes(rnd)
+        u32::from_le_bytes(rnd)
     });
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut z = seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
     let secs = (now_ms() / 1000) as u32;
-    format!("run_{secs:08x}{z:016x}")
+    format!("run_{secs:08x}{tag:08x}{n:08x}")
 }
 
 /// What [`Store::forget_before`] deleted.
@@ -996,6 +1001,20 @@ fn process_alive(pid: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ids_of_one_process_increase_and_never_repeat() {
+        let ids: Vec<String> = (0..10_000).map(|_| new_run_id()).collect();
+        for pair in ids.windows(2) {
+            assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
+        }
+        let id = &ids[0];
+        assert_eq!(id.len(), 4 + 24, "{id}");
+        assert!(id.starts_with("run_"), "{id}");
+        assert!(id[4..].bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        // The process's tag is the same in each.
+        assert!(ids.iter().all(|i| i[12..20] == id[12..20]), "{id}");
+    }
 
     #[test]
     fn has_event_searches_the_index_that_leaves_calls_out() {
