@@ -52,12 +52,14 @@
 
 #[path = "../../mcp/benches/pinning/mod.rs"]
 mod pinning;
+mod procfs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use procfs::rss_kib;
 use serde_json::{Value, json};
 
 /// Re-executes this bench as the floor server.
@@ -364,16 +366,6 @@ serve --stdio resident memory: idle {idle} KiB, after 10k calls {rss_10k} KiB, a
         disk_100k as i64 - disk_10k as i64
     );
     Ok(())
-}
-
-/// The resident set of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("no VmRSS for {pid}"))
 }
 
 /// The size of the files under `dir`, in KiB.

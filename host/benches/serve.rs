@@ -27,9 +27,9 @@
 //!   saying why, without it);
 //! - **bare http**: this bench re-executed with [`BARE_ARG`], a bare axum
 //!   handler on the same runtime `serve --http` uses (multi-thread, one
-//!   worker per CPU) and the same allocator (mimalloc) that parses each POST's JSON-RPC request and returns
-//!   a canned `tools/call` result: the floor of HTTP serving, with no
-//!   token, registry, sandbox or record.
+//!   worker per CPU) and the same allocator (mimalloc) that parses each
+//!   POST's JSON-RPC request and returns a canned `tools/call` result: the
+//!   floor of HTTP serving, with no token, registry, sandbox or record.
 //!
 //! Both clients speak the 2026-07-28 protocol era, which every server here
 //! negotiates: over stdio rmcp's client in its default `Auto` handshake;
@@ -82,8 +82,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod mcp_http;
 #[path = "../../mcp/benches/pinning/mod.rs"]
 mod pinning;
+mod procfs;
 
 use mcp_http::{CALL_TIMEOUT, ERA, HttpConn, HttpTarget, TEXT, WORDS, arguments, percentile, us};
+use procfs::cpu_time;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -336,24 +338,22 @@ async fn start_all(
         let mut cmd = skillhost(exe, data);
         cmd.args(["serve", "--http", "127.0.0.1:0"]);
         let (child, addr) = spawn_listening(cmd, "listening on http://").await?;
-        let pid = child.id();
-        servers.push(child);
         ways.push(Way::http(
             "skillhost",
-            pid,
+            &child,
             addr,
             Some(token),
             "text.word_count",
         ));
+        servers.push(child);
     }
 
     if http && only.has("bare") {
         let mut cmd = Command::new(std::env::current_exe()?);
         cmd.arg(BARE_ARG).kill_on_drop(true);
         let (child, addr) = spawn_listening(cmd, "listening on ").await?;
-        let pid = child.id();
+        ways.push(Way::http("bare", &child, addr, None, "text.word_count"));
         servers.push(child);
-        ways.push(Way::http("bare", pid, addr, None, "text.word_count"));
     }
     if !only.has("python") {
         return Ok(None);
@@ -376,9 +376,8 @@ async fn start_all(
             .args(["--transport", "streamable-http"])
             .kill_on_drop(true);
         let (child, addr) = spawn_listening(cmd, "listening on ").await?;
-        let pid = child.id();
+        ways.push(Way::http("python", &child, addr, None, "word_count"));
         servers.push(child);
-        ways.push(Way::http("python", pid, addr, None, "word_count"));
     }
     Ok(None)
 }
@@ -436,8 +435,8 @@ struct Way {
     server: &'static str,
     transport: &'static str,
     conn: Conn,
-    /// The server's process, when it is a child of the bench (for its CPU
-    /// time; `None` for stdio servers, whose child the connection holds).
+    /// The server's process (for its CPU time); `None` once it has been
+    /// reaped.
     pid: Option<u32>,
 }
 
@@ -511,13 +510,13 @@ impl Way {
 
     fn http(
         server: &'static str,
-        pid: Option<u32>,
+        child: &Child,
         addr: String,
         token: Option<&str>,
         tool: &'static str,
     ) -> Way {
         Way {
-            pid,
+            pid: child.id(),
             server,
             transport: "http",
             conn: Conn::Http {
@@ -634,24 +633,6 @@ struct Row {
     cpu_us_per_call: Option<f64>,
 }
 
-/// The CPU time a process has used so far, all its threads, user and
-/// system (`/proc/PID/stat`, in clock ticks); `None` if it cannot be read.
-fn cpu_time(pid: u32) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The fields after the command, which is in parentheses and may hold
-    // spaces: state is field 3, utime 14, stime 15.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
-        .ok()
-        .filter(|&h| h > 0)?;
-    Some(Duration::from_nanos(
-        ticks.saturating_mul(1_000_000_000) / hz,
-    ))
-}
-
 /// Warm-up, then the rounds, for each concurrency.
 async fn measure(plan: &Plan, ways: &mut [Way]) -> anyhow::Result<Vec<Row>> {
     let mut rows = Vec::new();
@@ -665,9 +646,9 @@ async fn measure(plan: &Plan, ways: &mut [Way]) -> anyhow::Result<Vec<Row>> {
         for round in 0..plan.rounds {
             for k in 0..ways.len() {
                 let i = (round + k) % ways.len();
-                let before = ways[i].pid.and_then(cpu_time);
+                let before = ways[i].pid.and_then(|p| cpu_time(p).ok());
                 let (t, w) = ways[i].run(c, plan.round).await?;
-                let after = ways[i].pid.and_then(cpu_time);
+                let after = ways[i].pid.and_then(|p| cpu_time(p).ok());
                 cpu[i] = match (cpu[i], before, after) {
                     (Some(sum), Some(b), Some(a)) => Some(sum + a.saturating_sub(b)),
                     _ => None,

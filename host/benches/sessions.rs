@@ -16,11 +16,14 @@
 //! `SKILLHOST_BENCH_BIN` runs another skillhost binary (to compare builds
 //! in the same run of the machine). Prints one `name value` per line.
 
+mod procfs;
+
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use procfs::{cpu_time, rss_kib};
 use serde_json::json;
 
 const PERSONAS: usize = 16;
@@ -90,31 +93,6 @@ fn start(data: &Path) -> anyhow::Result<(Server, u16)> {
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| anyhow::anyhow!("no port in {addr}"))?;
     Ok((server, port))
-}
-
-/// The process's resident memory, in KiB.
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("no VmRSS for {pid}"))
-}
-
-/// The process's CPU time so far (user + system).
-fn cpu(pid: u32) -> anyhow::Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command (which may hold spaces) start after ')'.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .ok_or_else(|| anyhow::anyhow!("bad stat"))?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
-    // SAFETY: sysconf reads a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(Duration::from_millis(ticks * 1000 / hz))
 }
 
 fn client(source: u8) -> anyhow::Result<reqwest::Client> {
@@ -240,9 +218,9 @@ fn main() -> anyhow::Result<()> {
 
         // The baseline: the same server with its idle sessions and no
         // stream (the sandbox's epoch ticker, the change watcher).
-        let c0 = cpu(pid)?;
+        let c0 = cpu_time(pid)?;
         tokio::time::sleep(CPU_WINDOW).await;
-        let c1 = cpu(pid)?;
+        let c1 = cpu_time(pid)?;
         let baseline = (c1 - c0).as_secs_f64() / CPU_WINDOW.as_secs_f64() * 100.0;
         println!("idle_cpu_percent_no_streams {baseline:.2}");
 
@@ -252,9 +230,9 @@ fn main() -> anyhow::Result<()> {
             streams.push(listen(c, &url, &tokens[i % tokens.len()], i + 10).await?);
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let c0 = cpu(pid)?;
+        let c0 = cpu_time(pid)?;
         tokio::time::sleep(CPU_WINDOW).await;
-        let c1 = cpu(pid)?;
+        let c1 = cpu_time(pid)?;
         let percent = (c1 - c0).as_secs_f64() / CPU_WINDOW.as_secs_f64() * 100.0;
         println!("streams_open {}", streams.len());
         println!("streams_idle_cpu_percent {percent:.2}");

@@ -333,8 +333,8 @@ pub(crate) fn new_run_id() -> String {
         // getrandom only fails on platforms without a source of
         // randomness; the time and process id still keep ids apart there.
         if getrandom::fill(&mut rnd).is_err() {
-            let t = u32::try_from(now_ms() & 0xffff_ffff).unwrap_or(0);
-            return t.rotate_left(16) ^ std::process::id();
+            // The low 32 bits of the time in milliseconds.
+            return (now_ms() as u32).rotate_left(16) ^ std::process::id();
         }
         u32::from_le_bytes(rnd)
     });
