@@ -191,12 +191,12 @@ fn confirm_data_dir(work: &Path) -> PathBuf {
     data
 }
 
-/// The run id (`run_` + 24 hex digits) in a message.
+/// The run id (`run_` + 17 letters and digits) in a message.
 fn run_id_in(text: &str) -> Option<String> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .find(|w| {
             w.strip_prefix("run_")
-                .is_some_and(|h| h.len() == 24 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+                .is_some_and(|h| h.len() == 17 && h.bytes().all(|b| b.is_ascii_alphanumeric()))
         })
         .map(str::to_string)
 }
