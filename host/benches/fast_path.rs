@@ -46,6 +46,17 @@
 //! growth over the same calls for comparison (the database's page cache
 //! grows with it, to SQLite's cap).
 //!
+//! And Python and JavaScript skills through the same front (issue 17's
+//! figures were taken through `serve`): py-stats, hostile-py and js-slug,
+//! built by their own toolchains, loaded as local skill folders and
+//! granted to the persona; `text.word_count` (Rust) beside them in the
+//! same server. Each tool back to back and every 10 ms
+//! (`stdio_python_ok_p50_us`, `stdio_python_describe_p50_us`,
+//! `stdio_js_slug_p50_us`, the Rust tool's as `stdio_rust_word_count_p50_us`,
+//! each also `_spaced_10ms`). A Python guest's instance is made ahead of its
+//! call (a spare) once the previous call has ended: back to back, the
+//! next call waits for it on `serve --stdio`'s one thread.
+//!
 //! Prints p50/p99 per server and spacing, then one `name value` line per
 //! target: `stdio_vs_floor_p50_x` (≤ 2.5) and `spaced_10ms_vs_back_to_back_x`
 //! (≤ 1.5).
@@ -89,6 +100,7 @@ fn main() -> anyhow::Result<()> {
     if !one_cpu {
         kill_9()?;
         resident()?;
+        polyglot()?;
     }
     if !one_cpu && std::env::var_os("SKILLHOST_BENCH_ONE_CPU").is_none_or(|v| v != "0") {
         let status = Command::new(std::env::current_exe()?)
@@ -320,6 +332,119 @@ kill -9 right after {calls} back-to-back calls, runs on disk against answers rec
             "kill_9_lost_{label}_records {}",
             calls.saturating_sub(on_disk)
         );
+    }
+    Ok(())
+}
+
+/// The guests of the polyglot section: label, skill folder under
+/// `plugins/`, its built component, the tool and its arguments.
+const POLYGLOT: [(&str, &str, &str, &str, &str); 3] = [
+    (
+        "python_ok",
+        "hostile-py",
+        skillhost_test_plugins::HOSTILE_PY_WASM_PATH,
+        "hostile_py.ok",
+        "{}",
+    ),
+    (
+        "python_describe",
+        "py-stats",
+        skillhost_test_plugins::PY_STATS_WASM_PATH,
+        "stats.describe",
+        r#"{"numbers":[2,4,4,4,5,5,7,9]}"#,
+    ),
+    (
+        "js_slug",
+        "js-slug",
+        skillhost_test_plugins::JS_SLUG_WASM_PATH,
+        "slug.make",
+        r#"{"text":"Hello, World! Ca va?"}"#,
+    ),
+];
+
+/// Python and JavaScript skills over `serve --stdio`, beside the Rust
+/// built-in (see the module docs).
+fn polyglot() -> anyhow::Result<()> {
+    let quick = std::env::var_os("SKILLHOST_BENCH_QUICK").is_some();
+    let (back_to_back, spaced) = if quick { (50, 20) } else { (400, 200) };
+    let exe = skillhost_exe();
+    let work = tempfile::tempdir()?;
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&data)?;
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+    let mut folders = Vec::new();
+    for (_, skill, wasm, _, _) in POLYGLOT {
+        let manifest = std::fs::read_to_string(plugins.join(skill).join("skill.yaml"))?;
+        let component = skillhost::SkillManifest::parse(&manifest)?
+            .component
+            .ok_or_else(|| anyhow::anyhow!("{skill} names no component"))?;
+        let folder = work.path().join("skills").join(skill);
+        std::fs::create_dir_all(&folder)?;
+        std::fs::write(folder.join("skill.yaml"), &manifest)?;
+        std::fs::copy(wasm, folder.join(component))?;
+        folders.push(folder);
+    }
+    std::fs::write(
+        data.join("settings.json"),
+        json!({ "skill_dirs": folders }).to_string(),
+    )?;
+    prepare(&exe, &data)?;
+    for (_, skill, _, _, _) in POLYGLOT {
+        skillhost(&exe, &data, &["skills", "trust", skill])?;
+        skillhost(&exe, &data, &["grants", "skill", PERSONA, skill, "on"])?;
+    }
+    let mut server = start_skillhost(&exe, &data, false)?;
+    let rust = (
+        "rust_word_count",
+        "text.word_count",
+        r#"{"text":"the quick brown fox"}"#,
+    );
+    let tools: Vec<(&str, &str, &str)> = std::iter::once(rust)
+        .chain(
+            POLYGLOT
+                .iter()
+                .map(|&(label, _, _, tool, args)| (label, tool, args)),
+        )
+        .collect();
+    println!(
+        "\nPython and JavaScript skills over serve --stdio, one call in flight, \
+         {back_to_back} back to back and {spaced} every 10 ms per tool:\n\n\
+         {:<16} {:<18} {:>14} {:>14} {:>16}",
+        "guest", "tool", "b2b p50 µs", "b2b p90 µs", "10 ms p50 µs"
+    );
+    let mut lines = Vec::new();
+    for (label, tool, args) in tools {
+        // The first calls compile nothing (a local skill is compiled when
+        // it loads) but fill the caches and start the spares.
+        for _ in 0..20 {
+            server.call_tool(tool, args)?;
+        }
+        let mut b2b = Vec::with_capacity(back_to_back);
+        for _ in 0..back_to_back {
+            let start = Instant::now();
+            server.call_tool(tool, args)?;
+            b2b.push(start.elapsed());
+        }
+        let mut apart = Vec::with_capacity(spaced);
+        for _ in 0..spaced {
+            std::thread::sleep(Duration::from_millis(10));
+            let start = Instant::now();
+            server.call_tool(tool, args)?;
+            apart.push(start.elapsed());
+        }
+        let (p50, p90, p50_apart) = (
+            us(percentile(&b2b, 0.50)),
+            us(percentile(&b2b, 0.90)),
+            us(percentile(&apart, 0.50)),
+        );
+        println!("{label:<16} {tool:<18} {p50:>14.1} {p90:>14.1} {p50_apart:>16.1}");
+        lines.push(format!("stdio_{label}_p50_us {p50:.1}"));
+        lines.push(format!("stdio_{label}_spaced_10ms_p50_us {p50_apart:.1}"));
+    }
+    server.finish()?;
+    println!();
+    for line in lines {
+        println!("{line}");
     }
     Ok(())
 }
