@@ -50,12 +50,13 @@
 //! figures were taken through `serve`): py-stats, hostile-py and js-slug,
 //! built by their own toolchains, loaded as local skill folders and
 //! granted to the persona; `text.word_count` (Rust) beside them in the
-//! same server. Each tool back to back and every 10 ms
-//! (`stdio_python_ok_p50_us`, `stdio_python_describe_p50_us`,
-//! `stdio_js_slug_p50_us`, the Rust tool's as `stdio_rust_word_count_p50_us`,
-//! each also `_spaced_10ms`). A Python guest's instance is made ahead of its
-//! call (a spare) once the previous call has ended: back to back, the
-//! next call waits for it on `serve --stdio`'s one thread.
+//! same server. Each tool back to back (`stdio_python_ok_p50_us`,
+//! `stdio_python_describe_p50_us`, `stdio_js_slug_p50_us`, the Rust tool's
+//! as `stdio_rust_word_count_p50_us`) and every 10 ms (the same names
+//! with `_spaced_10ms` before `_p50_us`). A Python guest's instance is
+//! made ahead of its call (a spare) once the previous call has ended:
+//! back to back, the next call waits for it on `serve --stdio`'s one
+//! thread.
 //!
 //! Prints p50/p99 per server and spacing, then one `name value` line per
 //! target: `stdio_vs_floor_p50_x` (≤ 2.5) and `spaced_10ms_vs_back_to_back_x`
