@@ -373,7 +373,7 @@ fn polyglot() -> anyhow::Result<()> {
     let data = work.path().join("data");
     std::fs::create_dir_all(&data)?;
     let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-    let mut folders = Vec::new();
+    prepare(&exe, &data)?;
     for (_, skill, wasm, _, _) in POLYGLOT {
         let manifest = std::fs::read_to_string(plugins.join(skill).join("skill.yaml"))?;
         let component = skillhost::SkillManifest::parse(&manifest)?
@@ -383,14 +383,10 @@ fn polyglot() -> anyhow::Result<()> {
         std::fs::create_dir_all(&folder)?;
         std::fs::write(folder.join("skill.yaml"), &manifest)?;
         std::fs::copy(wasm, folder.join(component))?;
-        folders.push(folder);
-    }
-    std::fs::write(
-        data.join("settings.json"),
-        json!({ "skill_dirs": folders }).to_string(),
-    )?;
-    prepare(&exe, &data)?;
-    for (_, skill, _, _, _) in POLYGLOT {
+        let folder = folder
+            .to_str()
+            .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", folder.display()))?;
+        skillhost(&exe, &data, &["sources", "add", folder])?;
         skillhost(&exe, &data, &["skills", "trust", skill])?;
         skillhost(&exe, &data, &["grants", "skill", PERSONA, skill, "on"])?;
     }
