@@ -859,13 +859,10 @@ fn grants_and_tokens_change_from_chromium() {
 
         // Grant json-tools: the connected client hears list_changed and
         // lists the new tools.
-        json_cell
-            .find(Locator::Css("button"))
-            .await
-            .expect("grant")
-            .click()
-            .await
-            .expect("click");
+        // The grant leads back to the same page: wait for it to load, or
+        // the check below could read the page being left.
+        let grant = json_cell.find(Locator::Css("button")).await.expect("grant");
+        submit(&c, grant).await;
         c.wait()
             .at_most(Duration::from_secs(10))
             .for_element(Locator::Css("table.grants"))
@@ -888,14 +885,12 @@ fn grants_and_tokens_change_from_chromium() {
         );
 
         // Revoke it: gone from the client's list.
-        cell("json-tools")
+        let revoke = cell("json-tools")
             .await
             .find(Locator::Css("button"))
             .await
-            .expect("revoke")
-            .click()
-            .await
-            .expect("click");
+            .expect("revoke");
+        submit(&c, revoke).await;
         c.wait()
             .at_most(Duration::from_secs(10))
             .for_element(Locator::Css("table.grants"))
@@ -985,12 +980,13 @@ fn grants_and_tokens_change_from_chromium() {
             .collect();
         assert_eq!(ana.len(), 1, "{tokens}");
         let id = ana[0]["id"].as_i64().expect("id");
-        c.find(Locator::Css(&format!("#token-{id} button")))
+        // Revoking leads back to the same page, where `persona-ana` is
+        // already present: wait for the new page to load, not for it.
+        let revoke = c
+            .find(Locator::Css(&format!("#token-{id} button")))
             .await
-            .expect("revoke")
-            .click()
-            .await
-            .expect("click");
+            .expect("revoke");
+        submit(&c, revoke).await;
         c.wait()
             .at_most(Duration::from_secs(10))
             .for_element(Locator::Id("persona-ana"))
@@ -1016,8 +1012,6 @@ fn grants_and_tokens_change_from_chromium() {
     drop(server);
 }
 
-/// Clicks a form's button and waits (bounded) until the page it leads to
-/// has loaded: a navigation right after a click could cancel the POST.
 /// Clicks the element of id `id` in the live queue, finding it again when
 /// a live update replaced it between finding and clicking.
 async fn click_live(c: &fantoccini::Client, id: &str) {
@@ -1052,6 +1046,9 @@ async fn text_of(c: &fantoccini::Client, id: &str) -> String {
     .to_string()
 }
 
+/// Clicks a form's button and waits (bounded) until the page it leads to
+/// has loaded: a navigation right after a click could cancel the POST,
+/// and a check right after it could read the page it leaves.
 async fn submit(c: &fantoccini::Client, button: fantoccini::elements::Element) {
     c.execute("window.__before_submit = true", vec![])
         .await
