@@ -290,7 +290,7 @@ kill -9 right after {calls} back-to-back calls, runs on disk against answers rec
         let data = work.path().join("data");
         std::fs::create_dir_all(&data)?;
         let (tool, arguments, label) = if mutating {
-            mutating_skill(work.path(), &data)?;
+            mutating_skill(&exe, work.path(), &data)?;
             skillhost(&exe, &data, &["skills", "trust", "text-tools"])?;
             (
                 "text.regex_replace",
@@ -508,10 +508,10 @@ fn dir_kib(dir: &Path) -> anyhow::Result<u64> {
     Ok(bytes / 1024)
 }
 
-/// text-tools as a local skill of `work/skills` listed in `data`'s
-/// settings, with `text.regex_replace` changing data and needing no
-/// confirmation.
-fn mutating_skill(work: &Path, data: &Path) -> anyhow::Result<()> {
+/// text-tools as a local skill of `work/skills`, added to `data`'s skill
+/// folders with `skillhost sources add`, with `text.regex_replace`
+/// changing data and needing no confirmation.
+fn mutating_skill(exe: &Path, work: &Path, data: &Path) -> anyhow::Result<()> {
     let builtin = skillhost::builtin_skills()
         .iter()
         .find(|b| b.name == "text-tools")
@@ -536,10 +536,10 @@ fn mutating_skill(work: &Path, data: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(&folder)?;
     std::fs::write(folder.join("skill.yaml"), &manifest)?;
     std::fs::write(folder.join(component), builtin.component)?;
-    std::fs::write(
-        data.join("settings.json"),
-        json!({ "skill_dirs": [folder] }).to_string(),
-    )?;
+    let folder = folder
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("the skill folder's path is not UTF-8"))?;
+    skillhost(exe, data, &["sources", "add", folder])?;
     Ok(())
 }
 
