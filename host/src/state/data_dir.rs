@@ -120,7 +120,8 @@ impl DatabaseUrl {
         let shown = DatabaseUrl(url.to_string());
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             anyhow::bail!(
-                "the database {shown} is not a PostgreSQL URL: expected                  postgres://user:password@host:port/database"
+                "the database {shown} is not a PostgreSQL URL: expected \
+                 postgres://user:password@host:port/database"
             );
         }
         Ok(shown)
@@ -338,5 +339,45 @@ impl DataDir {
                 self.root.join(SETTINGS_FILE).display()
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DatabaseUrl;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        let url =
+            DatabaseUrl::parse("postgres://app:hunter2@db.internal:5432/skills?password=hunter2")
+                .expect("a PostgreSQL URL");
+        assert_eq!(
+            url.to_string(),
+            "postgres://app:***@db.internal:5432/skills"
+        );
+        assert_eq!(
+            DatabaseUrl::parse("postgresql://db.internal/skills")
+                .expect("a PostgreSQL URL")
+                .to_string(),
+            "postgresql://db.internal/skills"
+        );
+    }
+
+    #[test]
+    fn a_url_of_another_database_is_refused_in_one_plain_sentence() {
+        let e = DatabaseUrl::parse("mysql://app:hunter2@db.internal/skills")
+            .err()
+            .expect("refused");
+        assert_eq!(
+            e.to_string(),
+            "the database mysql://app:***@db.internal/skills is not a PostgreSQL URL: \
+             expected postgres://user:password@host:port/database"
+        );
+        let e = DatabaseUrl::parse("hunter2").err().expect("refused");
+        assert_eq!(
+            e.to_string(),
+            "the database (a database URL) is not a PostgreSQL URL: \
+             expected postgres://user:password@host:port/database"
+        );
     }
 }
