@@ -471,8 +471,9 @@ fn resident() -> anyhow::Result<()> {
         anyhow::bail!("two measurements expected");
     };
     println!(
-        "
-serve --stdio resident memory: idle {idle} KiB, after 10k calls {rss_10k} KiB, after          100k {rss_100k} KiB (+{} KiB from 10k to 100k; the data dir grew {} KiB meanwhile,          {disk_idle} KiB idle)",
+        "serve --stdio resident memory: idle {idle} KiB, after 10k calls {rss_10k} KiB, \
+         after 100k {rss_100k} KiB (+{} KiB from 10k to 100k; the data dir grew {} KiB \
+         meanwhile, {disk_idle} KiB idle)",
         rss_100k as i64 - rss_10k as i64,
         disk_100k as i64 - disk_10k as i64,
     );
