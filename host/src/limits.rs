@@ -47,6 +47,39 @@ pub const CEILING_TIMEOUT: Duration = Duration::from_secs(300);
 /// See [`CEILING_MEMORY_BYTES`].
 pub const CEILING_FUEL: u64 = 100_000_000_000;
 
+/// Default number of instances that may run at once: 256. Each call in
+/// flight holds one slot of the engine's pooling allocator, which reserves
+/// address space (not memory) for every slot's memories and tables when the
+/// engine is built, so the count is fixed then. 256 is more calls than a
+/// machine of a few cores runs at once; one more call gets `busy` at once
+/// rather than waiting for a slot. `SandboxBuilder::max_instances` changes
+/// it.
+pub const DEFAULT_MAX_INSTANCES: u32 = 256;
+
+/// Default WebAssembly stack per call: 512 KiB, wasmtime's own default.
+/// The CPython and StarlingMonkey interpreters of Python and JavaScript
+/// skills run within it (their guests' tests do), and a runaway recursion
+/// ends with a `stack` trap after at most this much.
+/// `SandboxBuilder::max_wasm_stack` changes it.
+pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
+
+/// Native stack a call's fiber has over its WebAssembly stack: 1 MiB, for
+/// the host functions a guest calls (WASI, outbound HTTP, logging), which
+/// run on the same fiber.
+pub const HOST_STACK_HEADROOM: usize = 1 << 20;
+
+/// Default epoch tick: 1 ms. It is how often a CPU-bound guest checks its
+/// deadline and yields the worker thread to other calls, so it bounds both
+/// how far past its deadline a runaway runs and how long it keeps a thread
+/// from others; the ticker thread wakes once per tick.
+/// `SandboxBuilder::epoch_tick` changes it.
+pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// The shortest epoch tick a builder accepts: 100 µs, at which the ticker
+/// already wakes 10 000 times a second for a gain in deadline precision no
+/// call can see.
+pub const MIN_EPOCH_TICK: Duration = Duration::from_micros(100);
+
 /// How long an HTTP client has to send a request head: 10 s. A slow
 /// client on a good network sends a head in milliseconds; one that takes
 /// longer is holding a connection (and a file descriptor) open on purpose.

@@ -41,16 +41,11 @@ pub use outbound::{
 };
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 
-use crate::limits::LimitsPolicy;
+use crate::limits::{
+    DEFAULT_EPOCH_TICK, DEFAULT_MAX_INSTANCES, DEFAULT_MAX_WASM_STACK, HOST_STACK_HEADROOM,
+    LimitsPolicy, MIN_EPOCH_TICK,
+};
 use state::CallState;
-
-/// Default number of instances that may run at once.
-pub const DEFAULT_MAX_INSTANCES: u32 = 256;
-/// Default WebAssembly stack size per call: 512 KiB.
-pub const DEFAULT_MAX_WASM_STACK: usize = 512 << 10;
-/// Default epoch tick: how often CPU-bound guests check the deadline and
-/// yield to other calls.
-pub const DEFAULT_EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Configures a [`Sandbox`].
 ///
@@ -178,7 +173,7 @@ impl SandboxBuilder {
     /// skillhost::SandboxBuilder::new().epoch_tick(std::time::Duration::from_millis(5));
     /// ```
     pub fn epoch_tick(&mut self, tick: Duration) -> &mut Self {
-        self.epoch_tick = tick.max(Duration::from_micros(100));
+        self.epoch_tick = tick.max(MIN_EPOCH_TICK);
         self
     }
 
@@ -217,7 +212,7 @@ impl SandboxBuilder {
             .consume_fuel(true)
             .epoch_interruption(true)
             .max_wasm_stack(self.max_wasm_stack)
-            .async_stack_size(self.max_wasm_stack + (1 << 20))
+            .async_stack_size(self.max_wasm_stack + HOST_STACK_HEADROOM)
             .cranelift_opt_level(OptLevel::Speed)
             // Fresh instances map the memory image copy-on-write.
             .memory_init_cow(self.memory_images)
