@@ -131,6 +131,31 @@ pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// and a parked task, no timer: one watcher wakes them all on a change.
 pub const MCP_MAX_LISTEN_STREAMS: usize = 2048;
 
+/// How long a call waiting for approval may be approved by default: 15
+/// minutes. Long enough for an operator to notice the queue and decide; a
+/// call left longer is one whose agent has moved on, and approving it then
+/// would act on a stale request. `approval_ttl_secs` in `settings.json`
+/// changes it.
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(900);
+
+/// The longest `approval_ttl_secs` a data dir accepts: 30 days. Past that an
+/// approval is for a request nobody waits for, and the expiry (the call's
+/// time plus it, in milliseconds) stays far inside the clock's range.
+pub const MAX_APPROVAL_TTL: Duration = Duration::from_secs(30 * 86_400);
+
+/// The longest time a `serve` flag accepts (`--header-timeout-secs`,
+/// `--idle-timeout-secs`, `--session-idle-secs`, `--grace-secs`): one week.
+/// Longer is no different in practice from never, and a deadline far enough
+/// out no longer fits the clock: the time now plus it would overflow.
+pub const SERVE_MAX_SECS: u64 = 7 * 86_400;
+
+/// The largest count a `serve` flag accepts (`--max-connections` and the
+/// other caps on connections, sessions and streams): 1 048 576, Linux's
+/// default ceiling on one process's open files (`fs.nr_open`). Each
+/// connection or stream holds at least one, so a larger cap could never be
+/// reached.
+pub const SERVE_MAX_COUNT: usize = 1 << 20;
+
 /// The largest arguments (as JSON text) a call that waits for approval may
 /// have: 64 KiB. They are kept in the database until decided and listed to
 /// the operator in full; a tool that takes more takes a ref. Beyond it the

@@ -10,14 +10,12 @@ use skillhost_mcp::McpManager;
 use super::{Host, HostInner, Seen, lock};
 use crate::error::StateError;
 use crate::limits::LimitsPolicy;
+use crate::limits::{DEFAULT_APPROVAL_TTL, MAX_APPROVAL_TTL};
 use crate::sandbox::{Sandbox, SandboxBuilder};
 use crate::state::Store;
 use crate::state::data_dir::DataDir;
 use crate::state::refs::RefBlobs;
 use crate::state::writer::EventWriter;
-
-/// Default time an approval stays valid.
-pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(900);
 
 /// Builds a [`Host`].
 ///
@@ -93,7 +91,8 @@ impl HostBuilder {
         self
     }
 
-    /// How long a call waiting for approval may be approved.
+    /// How long a call waiting for approval may be approved (at most
+    /// [`MAX_APPROVAL_TTL`]; longer is taken as that).
     ///
     /// ```
     /// let b = skillhost::HostBuilder::new("data").approval_ttl(std::time::Duration::from_secs(60));
@@ -167,7 +166,8 @@ impl HostBuilder {
         let approval_ttl = self
             .approval_ttl
             .or(settings.approval_ttl_secs.map(Duration::from_secs))
-            .unwrap_or(DEFAULT_APPROVAL_TTL);
+            .unwrap_or(DEFAULT_APPROVAL_TTL)
+            .min(MAX_APPROVAL_TTL);
         let (events, _) = tokio::sync::broadcast::channel(1024);
         let feed = match &data.database {
             crate::state::data_dir::Database::Postgres(url) => Some(

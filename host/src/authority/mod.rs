@@ -49,7 +49,7 @@ mod sources;
 pub(crate) mod tokens;
 pub(crate) mod why;
 
-pub use builder::{DEFAULT_APPROVAL_TTL, HostBuilder};
+pub use builder::HostBuilder;
 pub use call::{CallRequest, Caller, RunOutput, RunReport};
 pub use personas::{PersonaGrants, SkillGrantView};
 pub(crate) use runs::Resumed;

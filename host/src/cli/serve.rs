@@ -159,23 +159,28 @@ async fn serve_http(
     args: &ServeArgs,
     terminated: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    for (flag, value) in [
-        ("--header-timeout-secs", args.header_timeout_secs),
-        ("--idle-timeout-secs", args.idle_timeout_secs),
-        ("--max-connections", args.max_connections as u64),
+    let secs = |flag, value| (flag, value, 1, skillhost::SERVE_MAX_SECS);
+    let count = |flag, value: usize| (flag, value as u64, 1, skillhost::SERVE_MAX_COUNT as u64);
+    for (flag, value, least, most) in [
+        secs("--header-timeout-secs", args.header_timeout_secs),
+        secs("--idle-timeout-secs", args.idle_timeout_secs),
+        secs("--session-idle-secs", args.session_idle_secs),
         (
-            "--max-connections-per-peer",
-            args.max_connections_per_peer as u64,
+            "--grace-secs",
+            args.grace_secs,
+            0,
+            skillhost::SERVE_MAX_SECS,
         ),
-        ("--max-sessions", args.max_sessions as u64),
-        (
-            "--max-sessions-per-caller",
-            args.max_sessions_per_caller as u64,
-        ),
-        ("--session-idle-secs", args.session_idle_secs),
-        ("--max-listen-streams", args.max_listen_streams as u64),
+        count("--max-connections", args.max_connections),
+        count("--max-connections-per-peer", args.max_connections_per_peer),
+        count("--max-sessions", args.max_sessions),
+        count("--max-sessions-per-caller", args.max_sessions_per_caller),
+        count("--max-listen-streams", args.max_listen_streams),
     ] {
-        anyhow::ensure!(value > 0, "{flag} must be at least 1");
+        anyhow::ensure!(
+            (least..=most).contains(&value),
+            "{flag} must be from {least} to {most}, not {value}"
+        );
     }
     // The caps, not the open-file limit, decide when connections are
     // refused.

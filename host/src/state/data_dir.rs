@@ -326,6 +326,14 @@ impl DataDir {
                 let settings: Settings = serde_json::from_str(&text).map_err(|e| {
                     anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())
                 })?;
+                if let Some(ttl) = settings.approval_ttl_secs {
+                    let most = crate::limits::MAX_APPROVAL_TTL.as_secs();
+                    anyhow::ensure!(
+                        (1..=most).contains(&ttl),
+                        "{}: approval_ttl_secs must be from 1 to {most}, not {ttl}",
+                        self.root.join(SETTINGS_FILE).display()
+                    );
+                }
                 if let Some(f) = &settings.front_oauth {
                     f.validate().map_err(|e| {
                         anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())

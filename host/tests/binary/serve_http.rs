@@ -195,6 +195,67 @@ fn a_remote_bind_needs_allow_remote() {
     assert!(stderr(&o).contains("no persona `nobody`"), "{}", stderr(&o));
 }
 
+/// Hostile flags: a timeout so long that the time now plus it overflows the
+/// clock (it once made every connection's task panic), a count past any
+/// open-file limit, and zero where zero means nothing could be served. Each
+/// is refused before anything listens, naming the flag and its range.
+#[test]
+fn out_of_range_serve_flags_are_refused_naming_the_flag() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let huge = u64::MAX.to_string();
+    for (flag, value) in [
+        ("--idle-timeout-secs", huge.as_str()),
+        ("--header-timeout-secs", huge.as_str()),
+        ("--session-idle-secs", huge.as_str()),
+        ("--grace-secs", huge.as_str()),
+        ("--max-connections", huge.as_str()),
+        ("--max-connections-per-peer", "1048577"),
+        ("--max-sessions", huge.as_str()),
+        ("--max-sessions-per-caller", huge.as_str()),
+        ("--max-listen-streams", huge.as_str()),
+        ("--idle-timeout-secs", "0"),
+        ("--max-connections", "0"),
+    ] {
+        let o = skillhost(
+            work.path(),
+            &["serve", "--http", "127.0.0.1:0", flag, value],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {err}");
+        assert!(
+            err.contains(&format!("{flag} must be from ")) && err.contains(&format!("not {value}")),
+            "{flag} {value}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let o = skillhost(
+        work.path(),
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--idle-timeout-secs",
+            "604801",
+        ],
+    );
+    assert!(stderr(&o).contains("--idle-timeout-secs must be from 1 to 604800, not 604801"));
+    // The longest accepted timeouts serve requests.
+    let server = common::start_http_with(
+        work.path(),
+        1,
+        &[
+            "--idle-timeout-secs",
+            "604800",
+            "--header-timeout-secs",
+            "604800",
+            "--session-idle-secs",
+            "604800",
+        ],
+    );
+    let (status, body) = request(server.port, "GET", "/healthz", &[]);
+    assert_eq!(status, 200, "{body}");
+}
+
 /// The pids of `parent`'s children whose command line mentions `needle`.
 fn children_running(parent: u32, needle: &str) -> Vec<u32> {
     let mut found = Vec::new();

@@ -320,6 +320,47 @@ async fn an_expired_state_is_refused() {
     assert_eq!(refusals(&api).await.len(), 1);
 }
 
+/// An approval lifetime out of range (zero, or so long the call's time plus
+/// it overflows the clock) is refused when the data dir is opened, naming
+/// the setting; nothing is run or recorded meanwhile.
+#[test]
+fn an_approval_ttl_out_of_range_is_refused_naming_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (data, _, _) = setup(work.path(), json!({}));
+    let settings = data.join("settings.json");
+    let good = std::fs::read_to_string(&settings).unwrap();
+    for bad in [json!(u64::MAX), json!(0), json!(30 * 86_400 + 1)] {
+        let mut s: Value = serde_json::from_str(&good).unwrap();
+        s["approval_ttl_secs"] = bad.clone();
+        std::fs::write(&settings, s.to_string()).unwrap();
+        let o = skillhost(
+            &data,
+            &[
+                "call",
+                TOOL,
+                "--persona",
+                "ana",
+                "--args",
+                &args().to_string(),
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{bad}: {err}");
+        assert!(
+            err.contains(&format!(
+                "approval_ttl_secs must be from 1 to 2592000, not {bad}"
+            )),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    std::fs::write(&settings, &good).unwrap();
+    let list = skillhost(&data, &["runs", "list", "--json"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    let runs: Value = serde_json::from_str(&stdout(&list)).unwrap();
+    assert_eq!(runs.as_array().map(Vec::len), Some(0), "{runs}");
+}
+
 /// The CLI's decisions are recorded as the operator's, by the CLI.
 #[test]
 fn the_cli_records_who_decided() {
