@@ -554,7 +554,7 @@ impl AccessVerifier {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         if let Some(exp) = doc.get("exp").and_then(Value::as_u64)
-            && exp + self.settings.leeway().as_secs() < now
+            && exp.saturating_add(self.settings.leeway().as_secs()) < now
         {
             return Err(AccessRefusal::Invalid(
                 "the access token has expired".into(),

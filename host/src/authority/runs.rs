@@ -595,7 +595,7 @@ impl Host {
     pub fn event_page(&self, limit: usize, cursor: Option<&str>) -> Result<EventPage, StateError> {
         self.flush();
         let before = cursor.and_then(|c| c.parse::<i64>().ok());
-        let mut rows = lock(&self.inner.store).event_page(limit + 1, before)?;
+        let mut rows = lock(&self.inner.store).event_page(limit.saturating_add(1), before)?;
         let more = rows.len() > limit;
         rows.truncate(limit);
         let next = more

@@ -368,8 +368,9 @@ fn first_difference(expected: &Value, got: &Value, at: &str) -> Option<String> {
                 .then(|| format!("at {}: expected {} items, got {}", here(), a.len(), b.len()))
         }
         (Value::Object(a), Value::Object(b)) => {
+            let pointer = |k: &str| format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
             for (k, x) in a {
-                let path = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                let path = pointer(k);
                 match b.get(k) {
                     Some(y) => {
                         if let Some(d) = first_difference(x, y, &path) {
@@ -381,7 +382,7 @@ fn first_difference(expected: &Value, got: &Value, at: &str) -> Option<String> {
             }
             b.keys()
                 .find(|k| !a.contains_key(*k))
-                .map(|k| format!("at {at}/{k}: expected nothing, got {}", b[k]))
+                .map(|k| format!("at {}: expected nothing, got {}", pointer(k), b[k]))
         }
         (a, b) => (a != b).then(|| format!("at {}: expected {a}, got {b}", here())),
     }
@@ -410,6 +411,10 @@ mod tests {
         assert_eq!(
             first_difference(&json!({"a/b": "x"}), &json!({}), "").as_deref(),
             Some("at /a~1b: expected \"x\", got nothing")
+        );
+        assert_eq!(
+            first_difference(&json!({}), &json!({"a/b~": 1}), "").as_deref(),
+            Some("at /a~1b~0: expected nothing, got 1")
         );
         assert_eq!(
             first_difference(&json!("19"), &json!(19), "").as_deref(),

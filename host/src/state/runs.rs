@@ -435,7 +435,10 @@ impl Store {
 
     /// One page of runs matching `filter`, newest first.
     pub fn run_page(&self, filter: &RunFilter) -> db::Result<RunPage> {
-        let limit = if filter.limit == 0 { 100 } else { filter.limit } as i64;
+        // A limit past what SQL can count means all of them (one less than
+        // the largest, so that one more still counts).
+        let limit = if filter.limit == 0 { 100 } else { filter.limit };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX).min(i64::MAX - 1);
         let (before_ms, before_id) = filter
             .cursor
             .as_deref()
@@ -721,7 +724,7 @@ impl Store {
                 "SELECT {EVENT_COLUMNS} FROM events WHERE (CAST(?2 AS BIGINT) IS NULL OR id < ?2)
                  ORDER BY id DESC LIMIT ?1"
             ),
-            params![limit as i64, before],
+            params![i64::try_from(limit).unwrap_or(i64::MAX), before],
             event_from_row,
         )
     }

@@ -326,6 +326,32 @@ mod tests {
         writer.close();
     }
 
+    /// A page limit past what SQL counts (`runs list --limit` with the
+    /// largest number) lists everything, once, with no next page.
+    #[test]
+    fn the_largest_page_limit_lists_everything() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open_sqlite(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
+        for i in 0..20 {
+            let (row, event) = finished(i);
+            writer.run_with_event(row, event);
+        }
+        assert!(writer.flush(Duration::from_secs(10)));
+        for limit in [usize::MAX, i64::MAX as usize, i64::MAX as usize - 1] {
+            let filter = crate::state::runs::RunFilter {
+                limit,
+                ..Default::default()
+            };
+            let page = store.run_page(&filter).expect("a page");
+            assert_eq!(page.runs.len(), 20, "limit {limit}");
+            assert!(page.next.is_none(), "limit {limit}");
+            let events = store.event_page(limit, None).expect("events");
+            assert_eq!(events.len(), 10, "limit {limit}");
+        }
+        writer.close();
+    }
+
     #[tokio::test]
     async fn durable_returns_once_what_came_before_is_committed() {
         let tmp = tempfile::tempdir().expect("tempdir");
