@@ -288,6 +288,14 @@ mod tests {
         (row, event)
     }
 
+    /// A fresh SQLite store, and a writer on its own connection to it.
+    fn store_and_writer() -> (tempfile::TempDir, Store, EventWriter) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = Store::open_sqlite(tmp.path()).expect("open");
+        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
+        (tmp, store, writer)
+    }
+
     fn count(store: &Store, table: &str) -> i64 {
         store
             .db()
@@ -299,9 +307,7 @@ mod tests {
 
     #[test]
     fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open_sqlite(tmp.path()).expect("open");
-        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
+        let (_tmp, store, writer) = store_and_writer();
         // A burst: grouped into few commits, all of it written.
         for i in 0..300 {
             let (row, event) = finished(i);
@@ -330,9 +336,7 @@ mod tests {
     /// largest number) lists everything, once, with no next page.
     #[test]
     fn the_largest_page_limit_lists_everything() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open_sqlite(tmp.path()).expect("open");
-        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
+        let (_tmp, store, writer) = store_and_writer();
         for i in 0..20 {
             let (row, event) = finished(i);
             writer.run_with_event(row, event);
@@ -354,9 +358,7 @@ mod tests {
 
     #[tokio::test]
     async fn durable_returns_once_what_came_before_is_committed() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let store = Store::open_sqlite(tmp.path()).expect("open");
-        let writer = EventWriter::start(Store::open_sqlite(tmp.path()).expect("open"));
+        let (_tmp, store, writer) = store_and_writer();
         for i in 0..50 {
             let (row, event) = finished(i);
             writer.run_with_event(row, event);

@@ -52,6 +52,12 @@ fn setup(work: &Path, settings: Value) -> (PathBuf, String, String) {
     (data, ana, bob)
 }
 
+/// `skillhost call TOOL --persona ana` with [`args`], from the CLI.
+fn call_as_ana(data: &Path) -> std::process::Output {
+    let args = args().to_string();
+    skillhost(data, &["call", TOOL, "--persona", "ana", "--args", &args])
+}
+
 /// The JSON-RPC error of an answer, asserting there is one.
 fn rpc_error(v: &Value) -> &Value {
     v.get("error")
@@ -333,17 +339,7 @@ fn an_approval_ttl_out_of_range_is_refused_naming_it() {
         let mut s: Value = serde_json::from_str(&good).unwrap();
         s["approval_ttl_secs"] = bad.clone();
         std::fs::write(&settings, s.to_string()).unwrap();
-        let o = skillhost(
-            &data,
-            &[
-                "call",
-                TOOL,
-                "--persona",
-                "ana",
-                "--args",
-                &args().to_string(),
-            ],
-        );
+        let o = call_as_ana(&data);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{bad}: {err}");
         assert!(
@@ -366,17 +362,7 @@ fn an_approval_ttl_out_of_range_is_refused_naming_it() {
 fn the_cli_records_who_decided() {
     let work = tempfile::tempdir().unwrap();
     let (data, _, _) = setup(work.path(), json!({}));
-    let o = skillhost(
-        &data,
-        &[
-            "call",
-            TOOL,
-            "--persona",
-            "ana",
-            "--args",
-            &args().to_string(),
-        ],
-    );
+    let o = call_as_ana(&data);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let list = skillhost(&data, &["runs", "list", "--pending", "--json"]);
     let runs: Value = serde_json::from_str(&stdout(&list)).unwrap();
