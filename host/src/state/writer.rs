@@ -296,6 +296,14 @@ mod tests {
         (tmp, store, writer)
     }
 
+    /// Hands the writer runs `runs` (see [`finished`]).
+    fn record(writer: &EventWriter, runs: std::ops::Range<usize>) {
+        for i in runs {
+            let (row, event) = finished(i);
+            writer.run_with_event(row, event);
+        }
+    }
+
     fn count(store: &Store, table: &str) -> i64 {
         store
             .db()
@@ -309,10 +317,7 @@ mod tests {
     fn the_writer_records_bursts_whole_and_quiet_writes_at_once() {
         let (_tmp, store, writer) = store_and_writer();
         // A burst: grouped into few commits, all of it written.
-        for i in 0..300 {
-            let (row, event) = finished(i);
-            writer.run_with_event(row, event);
-        }
+        record(&writer, 0..300);
         let started = Instant::now();
         assert!(writer.flush(Duration::from_secs(10)));
         assert!(started.elapsed() < Duration::from_secs(2));
@@ -337,10 +342,7 @@ mod tests {
     #[test]
     fn the_largest_page_limit_lists_everything() {
         let (_tmp, store, writer) = store_and_writer();
-        for i in 0..20 {
-            let (row, event) = finished(i);
-            writer.run_with_event(row, event);
-        }
+        record(&writer, 0..20);
         assert!(writer.flush(Duration::from_secs(10)));
         for limit in [usize::MAX, i64::MAX as usize, i64::MAX as usize - 1] {
             let filter = crate::state::runs::RunFilter {
@@ -359,10 +361,7 @@ mod tests {
     #[tokio::test]
     async fn durable_returns_once_what_came_before_is_committed() {
         let (_tmp, store, writer) = store_and_writer();
-        for i in 0..50 {
-            let (row, event) = finished(i);
-            writer.run_with_event(row, event);
-        }
+        record(&writer, 0..50);
         assert!(writer.durable().await);
         assert_eq!(count(&store, "runs"), 50);
         assert_eq!(count(&store, "events"), 25);
