@@ -212,7 +212,7 @@ impl SandboxBuilder {
             .consume_fuel(true)
             .epoch_interruption(true)
             .max_wasm_stack(self.max_wasm_stack)
-            .async_stack_size(self.max_wasm_stack + HOST_STACK_HEADROOM)
+            .async_stack_size(self.max_wasm_stack.saturating_add(HOST_STACK_HEADROOM))
             .cranelift_opt_level(OptLevel::Speed)
             // Fresh instances map the memory image copy-on-write.
             .memory_init_cow(self.memory_images)
