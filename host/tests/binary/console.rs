@@ -15,6 +15,7 @@ use common::{
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -411,7 +412,9 @@ fn persona_call(port: u16, token: &str, args: Value) -> String {
         .to_string()
 }
 
-/// chromedriver on a free loopback port, killed when dropped.
+/// chromedriver on a free loopback port, in a process group of its own
+/// with the Chromium it starts; the whole group is killed when dropped, so
+/// a test that fails before closing its session leaves no browser behind.
 struct Driver {
     child: Child,
     port: u16,
@@ -419,7 +422,11 @@ struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        if let Ok(pgid) = i32::try_from(self.child.id()) {
+            // SAFETY: killpg on the group this test created; its leader is
+            // not reaped yet, so the id is still ours.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
         let _ = self.child.wait();
     }
 }
@@ -438,6 +445,7 @@ fn start_driver() -> Driver {
         .arg("--allowed-ips=127.0.0.1")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("start chromedriver");
     let deadline = Instant::now() + Duration::from_secs(30);
