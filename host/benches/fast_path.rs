@@ -376,17 +376,14 @@ fn polyglot() -> anyhow::Result<()> {
     prepare(&exe, &data)?;
     for (_, skill, wasm, _, _) in POLYGLOT {
         let manifest = std::fs::read_to_string(plugins.join(skill).join("skill.yaml"))?;
-        let component = skillhost::SkillManifest::parse(&manifest)?
-            .component
-            .ok_or_else(|| anyhow::anyhow!("{skill} names no component"))?;
-        let folder = work.path().join("skills").join(skill);
-        std::fs::create_dir_all(&folder)?;
-        std::fs::write(folder.join("skill.yaml"), &manifest)?;
-        std::fs::copy(wasm, folder.join(component))?;
-        let folder = folder
-            .to_str()
-            .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", folder.display()))?;
-        skillhost(&exe, &data, &["sources", "add", folder])?;
+        local_skill(
+            &exe,
+            work.path(),
+            &data,
+            skill,
+            &manifest,
+            &std::fs::read(wasm)?,
+        )?;
         skillhost(&exe, &data, &["skills", "trust", skill])?;
         skillhost(&exe, &data, &["grants", "skill", PERSONA, skill, "on"])?;
     }
@@ -530,16 +527,30 @@ fn mutating_skill(exe: &Path, work: &Path, data: &Path) -> anyhow::Result<()> {
         &manifest[..ro],
         &manifest[ro + "read_only: true".len()..]
     );
-    let component = skillhost::SkillManifest::parse(&manifest)?
+    local_skill(exe, work, data, "text-tools", &manifest, builtin.component)
+}
+
+/// Skill `name` as a local folder `work/skills/NAME` (its `manifest` and
+/// the `component` it names), added to `data`'s skill folders with
+/// `skillhost sources add`.
+fn local_skill(
+    exe: &Path,
+    work: &Path,
+    data: &Path,
+    name: &str,
+    manifest: &str,
+    component: &[u8],
+) -> anyhow::Result<()> {
+    let file = skillhost::SkillManifest::parse(manifest)?
         .component
-        .ok_or_else(|| anyhow::anyhow!("text-tools names no component"))?;
-    let folder = work.join("skills").join("text-tools");
+        .ok_or_else(|| anyhow::anyhow!("{name} names no component"))?;
+    let folder = work.join("skills").join(name);
     std::fs::create_dir_all(&folder)?;
-    std::fs::write(folder.join("skill.yaml"), &manifest)?;
-    std::fs::write(folder.join(component), builtin.component)?;
+    std::fs::write(folder.join("skill.yaml"), manifest)?;
+    std::fs::write(folder.join(file), component)?;
     let folder = folder
         .to_str()
-        .ok_or_else(|| anyhow::anyhow!("the skill folder's path is not UTF-8"))?;
+        .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", folder.display()))?;
     skillhost(exe, data, &["sources", "add", folder])?;
     Ok(())
 }

@@ -636,9 +636,8 @@ impl HostInner {
             Ok(_) => {}
             Err(e) => return self.finish(run, Stop::Record(e).into()),
         }
-        let expires = run
-            .created_at_ms
-            .saturating_add(i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX));
+        // At most `MAX_APPROVAL_TTL` (the builder caps it): in range.
+        let expires = run.created_at_ms + self.approval_ttl.as_millis() as i64;
         let row = RunRow {
             run_id: run.run_id.clone(),
             parent_run_id: None,

@@ -79,6 +79,30 @@ pub struct Settings {
     pub database: Option<String>,
 }
 
+impl Settings {
+    /// Checks what the file's shape cannot: `approval_ttl_secs` within 1 s
+    /// and [`crate::limits::MAX_APPROVAL_TTL`], and `front_oauth`'s fields
+    /// ([`crate::FrontOAuth::validate`]). The error names the field.
+    ///
+    /// ```
+    /// let s: skillhost::Settings = serde_json::from_str(r#"{"approval_ttl_secs": 0}"#).unwrap();
+    /// assert!(s.validate().unwrap_err().contains("approval_ttl_secs"));
+    /// ```
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(ttl) = self.approval_ttl_secs {
+            let most = crate::limits::MAX_APPROVAL_TTL.as_secs();
+            if !(1..=most).contains(&ttl) {
+                return Err(format!(
+                    "approval_ttl_secs must be from 1 to {most}, not {ttl}"
+                ));
+            }
+        }
+        self.front_oauth
+            .as_ref()
+            .map_or(Ok(()), crate::FrontOAuth::validate)
+    }
+}
+
 /// The environment variable naming the database (a `postgres://` URL),
 /// over `database` in `settings.json`.
 pub const DATABASE_ENV: &str = "SKILLHOST_DATABASE";
@@ -323,22 +347,11 @@ impl DataDir {
     pub fn settings(&self) -> anyhow::Result<Settings> {
         match self.dir.read_to_string(SETTINGS_FILE) {
             Ok(text) => {
-                let settings: Settings = serde_json::from_str(&text).map_err(|e| {
+                let at = |e: &dyn std::fmt::Display| {
                     anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())
-                })?;
-                if let Some(ttl) = settings.approval_ttl_secs {
-                    let most = crate::limits::MAX_APPROVAL_TTL.as_secs();
-                    anyhow::ensure!(
-                        (1..=most).contains(&ttl),
-                        "{}: approval_ttl_secs must be from 1 to {most}, not {ttl}",
-                        self.root.join(SETTINGS_FILE).display()
-                    );
-                }
-                if let Some(f) = &settings.front_oauth {
-                    f.validate().map_err(|e| {
-                        anyhow::anyhow!("{}: {e}", self.root.join(SETTINGS_FILE).display())
-                    })?;
-                }
+                };
+                let settings: Settings = serde_json::from_str(&text).map_err(|e| at(&e))?;
+                settings.validate().map_err(|e| at(&e))?;
                 Ok(settings)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
