@@ -84,8 +84,9 @@ pub use registry::{
 pub use skill::builtin::{BuiltinSkill, builtin_skills};
 pub use skill::content::ResultKind;
 pub use skill::guest_build::{
-    BuildError, COMPONENTIZE_JS_VERSION, COMPONENTIZE_PY_VERSION, GuestLanguage, JS_SDK,
-    PYTHON_SDK, SKILL_WIT, Toolchains, build_skill, build_skill_with,
+    BUILD_CACHE_ENV, BUILD_RECORD_SECTION, BuildError, BuildRecord, COMPONENTIZE_JS_VERSION,
+    COMPONENTIZE_PY_VERSION, Freshness, GuestLanguage, JS_SDK, PYTHON_SDK, SKILL_WIT, SourceDigest,
+    Toolchains, build_skill, build_skill_with, freshness,
 };
 pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
@@ -131,7 +132,7 @@ pub use sandbox::{
 
 // State: the data dir and its records.
 pub use state::DB_FILE;
-pub use state::data_dir::{SETTINGS_FILE, Settings};
+pub use state::data_dir::{COMPILE_CACHE_ENV, SETTINGS_FILE, Settings, compile_cache_dir};
 pub use state::permissions::ApprovalRecord;
 pub use state::personas::Persona;
 pub use state::refs::RefInfo;

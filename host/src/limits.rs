@@ -673,6 +673,19 @@ pub const CONSOLE_MAX_UPLOADS: usize = 4;
 /// reason, a CSRF token): anything longer is not a console form.
 pub const CONSOLE_MAX_FORM_BYTES: usize = 16 << 10;
 
+/// The most source files `skillhost build` reads from a skill folder to
+/// record and compare what a component was built from: 10 000. A skill's
+/// own sources are a handful of files (a vendored SDK adds a few); a folder
+/// past this is not a skill's sources (a checked-in virtualenv, say) and
+/// its build is not recorded.
+pub const MAX_BUILD_SOURCE_FILES: usize = 10_000;
+
+/// Up to how many source files a build record lists one by one (so
+/// `check` can name the file that changed): 256. Past it the record keeps
+/// only the digest of all of them, so a component grows by a few KiB at
+/// most.
+pub const MAX_BUILD_SOURCE_FILES_RECORDED: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;

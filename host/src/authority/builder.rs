@@ -123,7 +123,7 @@ impl HostBuilder {
             Some(s) => s,
             None => {
                 let mut b = SandboxBuilder::new();
-                b.cache_dir(data.root.join("cache").join("components"));
+                b.cache_dir(crate::state::data_dir::compile_cache_dir(&data.root));
                 if let Some(p) = self.policy {
                     b.policy(p);
                 }

@@ -295,6 +295,9 @@ pub(super) async fn check(sandbox: &Sandbox, dir: &Path) -> (Vec<String>, String
         Err(e) => return (vec![e.to_string()], String::new()),
     };
     let label = format!("{}@{}", manifest.name, manifest.version);
+    if let Some(stale) = stale_component(dir, &manifest) {
+        return (vec![stale], label);
+    }
     let skill = match Skill::load_dir(sandbox, dir) {
         Ok(s) => s,
         Err(e) => return (vec![e.to_string()], label),
@@ -336,6 +339,27 @@ pub(super) async fn check(sandbox: &Sandbox, dir: &Path) -> (Vec<String>, String
         ));
     }
     (problems, summary)
+}
+
+/// Why the component of the skill in `dir` is older than its sources (a
+/// source changed since `skillhost build` made it, by the record the build
+/// left in it, or without one by modification time), or `None`.
+pub(super) fn stale_component(dir: &Path, manifest: &SkillManifest) -> Option<String> {
+    let component = dir.join(manifest.component.as_ref()?);
+    match skillhost::freshness(dir, &component) {
+        Ok(skillhost::Freshness::Stale { changed }) => Some(format!(
+            "{} is older than its sources{}: run `skillhost build {}` first",
+            component.display(),
+            if changed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} changed since it was built)", changed.join(", "))
+            },
+            dir.display()
+        )),
+        // A missing or unreadable component is named when it is loaded.
+        Ok(_) | Err(_) => None,
+    }
 }
 
 /// Where `got` first differs from `expected`, as JSON values (numbers by

@@ -25,6 +25,7 @@ use clap::{Args, Parser, Subcommand};
 
 use skillhost::LimitsRequest;
 use skillhost::Skill;
+use skillhost::SkillManifest;
 use skillhost::{Sandbox, SandboxBuilder};
 
 /// skillhost: a WebAssembly-sandboxed plugin host for AI agents.
@@ -356,7 +357,7 @@ fn init_tracing(verbose: u8) {
 /// The sandbox for this data dir, with its compiled-code cache.
 fn open_sandbox(data_dir: &Path) -> anyhow::Result<Sandbox> {
     SandboxBuilder::new()
-        .cache_dir(data_dir.join("cache").join("components"))
+        .cache_dir(skillhost::compile_cache_dir(data_dir))
         .build()
 }
 
@@ -403,6 +404,13 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             out,
             no_check,
         } => {
+            // A component older than its sources is never signed, checked
+            // or not: the bundle would not run what its sources say.
+            if let Ok(manifest) = SkillManifest::load_dir(&dir)
+                && let Some(stale) = author::stale_component(&dir, &manifest)
+            {
+                anyhow::bail!("not packed: {stale}");
+            }
             if !no_check {
                 // The same checks as `check`: a bundle that would fail them
                 // is not signed.

@@ -107,6 +107,57 @@ impl Settings {
 /// over `database` in `settings.json`.
 pub const DATABASE_ENV: &str = "SKILLHOST_DATABASE";
 
+/// The environment variable naming a compiled-code cache folder over the
+/// data dir's own (`cache/components`): several data dirs on one machine
+/// (replicas, a CI's test runs) then compile each component once.
+pub const COMPILE_CACHE_ENV: &str = "SKILLHOST_COMPILE_CACHE";
+
+/// The compiled-code cache of the data dir `root`: the folder
+/// `SKILLHOST_COMPILE_CACHE` names, or `root/cache/components`.
+///
+/// What the cache holds is native code the host runs, so a folder others
+/// may write to, or that belongs to another user, is not used (with a
+/// warning): the data dir's own cache is, as without the variable.
+///
+/// ```
+/// let dir = skillhost::compile_cache_dir(std::path::Path::new("data"));
+/// assert!(
+///     dir.ends_with("cache/components")
+///         || std::env::var_os(skillhost::COMPILE_CACHE_ENV).is_some()
+/// );
+/// ```
+pub fn compile_cache_dir(root: &Path) -> PathBuf {
+    let own = root.join("cache").join("components");
+    let Some(shared) = std::env::var_os(COMPILE_CACHE_ENV).map(PathBuf::from) else {
+        return own;
+    };
+    match std::fs::metadata(&shared) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => shared,
+        Err(e) => {
+            tracing::warn!(
+                "{COMPILE_CACHE_ENV}={}: {e}; using the data dir's cache",
+                shared.display()
+            );
+            own
+        }
+        Ok(meta) => {
+            use std::os::unix::fs::MetadataExt as _;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+                tracing::warn!(
+                    "{COMPILE_CACHE_ENV}={} is not a folder of this user that only it may \
+                     write to (compiled code runs as the host); using the data dir's cache",
+                    shared.display()
+                );
+                own
+            } else {
+                shared
+            }
+        }
+    }
+}
+
 /// Where the host's state lives.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) enum Database {

@@ -53,6 +53,7 @@ fn author_path(lang: &str) {
     }
     run(&["build", &dir]);
     assert!(run(&["check", &dir]).contains("1/1 examples passed"));
+    sources_and_component_stay_in_step(lang, Path::new(&dir), &data);
     run(&["keygen", "--out", &w("alice")]);
     run(&[
         "pack",
@@ -90,6 +91,64 @@ fn author_path(lang: &str) {
         "{}",
         stderr(&o)
     );
+}
+
+/// A rebuild of unchanged sources gives the same component (for Python
+/// and JavaScript, from the build cache); a source edited after the build
+/// makes `check` and `pack` refuse the component, naming the file and
+/// `skillhost build`, until the sources are as built again.
+fn sources_and_component_stay_in_step(lang: &str, dir: &Path, data: &Path) {
+    let d = dir.to_str().unwrap();
+    let component = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .expect("the built component");
+    let built = std::fs::read(&component).unwrap();
+    let o = run_with_toolchains(data, &["-v", "build", d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    if lang != "rust" {
+        assert!(
+            stderr(&o).contains("was built before"),
+            "the rebuild ran the toolchain again: {}",
+            stderr(&o)
+        );
+    }
+    assert!(
+        std::fs::read(&component).unwrap() == built,
+        "a rebuild of unchanged sources changed the component"
+    );
+    let source = dir.join(match lang {
+        "python" => "app.py",
+        "js" => "app.js",
+        _ => "src/lib.rs",
+    });
+    let text = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, format!("{text}\n// edited\n")).unwrap();
+    let edited = source
+        .strip_prefix(dir)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    for args in [
+        vec!["check", d],
+        vec!["pack", d, "--no-check", "--out", "/dev/null"],
+    ] {
+        let o = run_with_toolchains(data, &args);
+        assert!(!o.status.success(), "{args:?} took a stale component");
+        let out = format!("{}{}", common::stdout(&o), stderr(&o));
+        assert!(
+            out.contains("is older than its sources")
+                && out.contains(&format!("({edited} changed since it was built)"))
+                && out.contains(&format!("run `skillhost build {d}` first")),
+            "{args:?}: {out}"
+        );
+    }
+    std::fs::write(&source, text).unwrap();
+    let o = run_with_toolchains(data, &["check", d]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -307,6 +366,7 @@ fn install_compiles_once_and_no_call_pays_compilation() {
             "--allow-untrusted",
         ],
     )
+    .env_remove(skillhost::COMPILE_CACHE_ENV)
     .output()
     .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -337,6 +397,7 @@ fn install_compiles_once_and_no_call_pays_compilation() {
                 r#"{"numbers":[1,2,3]}"#,
             ],
         )
+        .env_remove(skillhost::COMPILE_CACHE_ENV)
         .output()
         .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));

@@ -43,7 +43,7 @@ fn assert_one_line_failure(o: &Output, words: &[&str]) {
 #[test]
 fn call_builtin_tool_prints_json() {
     let data = tempfile::tempdir().unwrap();
-    let o = skillhost(
+    let o = common::command(
         data.path(),
         &[
             "call",
@@ -51,7 +51,10 @@ fn call_builtin_tool_prints_json() {
             "--args",
             r#"{"text":"one two\nthree"}"#,
         ],
-    );
+    )
+    .env_remove(skillhost::COMPILE_CACHE_ENV)
+    .output()
+    .expect("run skillhost");
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
     assert_eq!(v, serde_json::json!({"words": 3, "lines": 2, "chars": 13}));
@@ -64,6 +67,51 @@ fn call_builtin_tool_prints_json() {
             .extension()
             .is_some_and(|x| x == "cwasm"))
     );
+}
+
+/// `SKILLHOST_COMPILE_CACHE` shares compiled code between data dirs; a
+/// folder others may write to is not trusted with native code: the data
+/// dir's own cache is used, with a warning naming the folder.
+#[test]
+fn a_shared_compile_cache_is_used_only_when_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let shared = work.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let cwasm = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let call = |data: &std::path::Path| {
+        common::command(
+            data,
+            &["call", "text.word_count", "--args", r#"{"text":"a b"}"#],
+        )
+        .env(skillhost::COMPILE_CACHE_ENV, &shared)
+        .output()
+        .expect("run skillhost")
+    };
+    let first = work.path().join("first");
+    let o = call(&first);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(cwasm(&shared), 1, "the shared cache was not used");
+    assert_eq!(cwasm(&first.join("cache/components")), 0);
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let second = work.path().join("second");
+    let o = call(&second);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a folder of this user that only it may write to"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(cwasm(&second.join("cache/components")), 1);
 }
 
 #[test]

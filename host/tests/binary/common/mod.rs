@@ -37,7 +37,34 @@ pub fn raw_command(data: &Path, args: &[&str]) -> Command {
         .env_remove("RUST_LOG")
         .env_remove("SKILLHOST_DATA");
     with_database(&mut cmd, data);
+    with_shared_builds(&mut cmd);
     cmd
+}
+
+/// The build target folder of this test binary (`target/`).
+pub fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_skillhost"))
+        .ancestors()
+        .nth(2)
+        .expect("the binary is in target/<profile>/")
+        .to_path_buf()
+}
+
+/// Points what `cmd` builds and compiles at the caches the whole test run
+/// shares, so each guest is built and each component compiled once per
+/// run, not once per test: Rust guests in the target folder the build
+/// scripts built the plugins in (`wasm-plugins`), Python and JavaScript
+/// components in a build cache (`SKILLHOST_BUILD_CACHE`), compiled code in
+/// the suites' compile cache (`SKILLHOST_COMPILE_CACHE`). A test about
+/// the data dir's own compile cache removes the last.
+pub fn with_shared_builds(cmd: &mut Command) {
+    let target = target_dir();
+    cmd.env("CARGO_TARGET_DIR", target.join("wasm-plugins"))
+        .env(skillhost::BUILD_CACHE_ENV, target.join("test-build-cache"))
+        .env(
+            skillhost::COMPILE_CACHE_ENV,
+            skillhost_test_plugins::COMPILE_CACHE_DIR,
+        );
 }
 
 // --- the test matrix -------------------------------------------------------

@@ -12,6 +12,12 @@
 //! a skill folder needs neither (a folder's own `skillhost.py` or
 //! `skillhost.js`, as `skillhost new` writes, takes precedence). A missing
 //! toolchain is named with the one command that installs it.
+//!
+//! Every component it writes records what it was built from (`record.rs`:
+//! the digest of each source, the toolchain), so `check` and `pack` tell a
+//! component older than its sources; with `SKILLHOST_BUILD_CACHE` set, a
+//! build of sources built before takes that component from the cache
+//! (`cache.rs`) instead of running the toolchain again.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,17 +25,24 @@ use std::process::{Command, Stdio};
 
 use crate::skill::manifest::{ManifestError, SkillManifest};
 
+mod cache;
+mod record;
+
+pub use cache::BUILD_CACHE_ENV;
+use cache::BuildCache;
+pub use record::{BUILD_RECORD_SECTION, BuildRecord, Freshness, SourceDigest, freshness};
+
 /// The componentize-py version skills are built and tested with.
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 /// The componentize-js version skills are built and tested with.
 pub const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
 
 /// The `skillhost:plugin` WIT package guests are built against.
-pub const SKILL_WIT: &str = include_str!("../../../wit/skill.wit");
+pub const SKILL_WIT: &str = include_str!("../../../../wit/skill.wit");
 /// The Python guest SDK (`skillhost.py`).
-pub const PYTHON_SDK: &str = include_str!("../../../guest-sdk/python/skillhost.py");
+pub const PYTHON_SDK: &str = include_str!("../../../../guest-sdk/python/skillhost.py");
 /// The JavaScript guest SDK (`skillhost.js`).
-pub const JS_SDK: &str = include_str!("../../../guest-sdk/js/skillhost.js");
+pub const JS_SDK: &str = include_str!("../../../../guest-sdk/js/skillhost.js");
 
 /// Why a skill could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -135,21 +148,60 @@ pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, Build
             .map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
     }
     let tmp = dest.with_extension("wasm.tmp");
-    let built = match GuestLanguage::of(dir) {
-        Some(GuestLanguage::Rust) => build_rust(dir, &fail).and_then(|artifact| {
-            std::fs::copy(&artifact, &tmp)
-                .map(|_| ())
-                .map_err(|e| fail(format!("cannot copy {}: {e}", artifact.display())))
-        }),
-        Some(GuestLanguage::Python) => build_python(dir, &tmp, tools, &fail),
-        Some(GuestLanguage::JavaScript) => build_js(dir, &tmp, tools, &fail),
-        None => Err(fail(
+    let Some(language) = GuestLanguage::of(dir) else {
+        return Err(fail(
             "no guest to build: a skill folder has a `Cargo.toml` (Rust), an `app.py` (Python) \
              or an `app.js` (JavaScript); `skillhost new NAME --lang rust|python|js` makes one"
                 .into(),
-        )),
+        ));
     };
-    if let Err(e) = built {
+    // What the build reads, recorded in the component (and the cache's
+    // key); a folder whose sources cannot be read is built unrecorded.
+    let read_sources = || match SourceDigest::of(dir, language) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!("{}: the build is not recorded: {e}", dir.display());
+            None
+        }
+    };
+    let mut sources = None;
+    if language != GuestLanguage::Rust {
+        sources = read_sources();
+    }
+    let built = match language {
+        GuestLanguage::Rust => build_rust(dir, &fail).and_then(|artifact| {
+            // Read after cargo ran: a first build writes `Cargo.lock`.
+            sources = read_sources();
+            let bytes = std::fs::read(&artifact)
+                .map_err(|e| fail(format!("cannot read {}: {e}", artifact.display())))?;
+            Ok(Built {
+                bytes,
+                toolchain: rustc_version(dir),
+                cached: false,
+            })
+        }),
+        GuestLanguage::Python | GuestLanguage::JavaScript => {
+            build_with_toolchain(dir, language, &tmp, tools, sources.as_ref(), &fail)
+        }
+    };
+    let placed = built.and_then(|built| {
+        let bytes = match &sources {
+            // A cached component carries its record already.
+            Some(s) if !built.cached => {
+                let bytes = BuildRecord::new(s, &built.toolchain).append_to(built.bytes);
+                if language != GuestLanguage::Rust
+                    && let Some(cache) = BuildCache::from_env()
+                {
+                    cache.put(&BuildCache::key(language, &built.toolchain, s), &bytes);
+                }
+                bytes
+            }
+            _ => built.bytes,
+        };
+        std::fs::write(&tmp, &bytes)
+            .map_err(|e| fail(format!("cannot write {}: {e}", tmp.display())))
+    });
+    if let Err(e) = placed {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
@@ -161,6 +213,96 @@ pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, Build
         ))
     })?;
     Ok(dest)
+}
+
+/// What a toolchain (or the build cache) made.
+struct Built {
+    /// The component.
+    bytes: Vec<u8>,
+    /// The toolchain's name and version.
+    toolchain: String,
+    /// Taken from the build cache (with its record).
+    cached: bool,
+}
+
+/// Builds a Python or JavaScript guest into `tmp` with its toolchain, or
+/// takes the component of the same sources from the build cache.
+fn build_with_toolchain(
+    dir: &Path,
+    language: GuestLanguage,
+    tmp: &Path,
+    tools: &Toolchains,
+    sources: Option<&SourceDigest>,
+    fail: &dyn Fn(String) -> BuildError,
+) -> Result<Built, BuildError> {
+    let (tool, name) = match language {
+        GuestLanguage::Python => (python_tool(dir, tools, fail)?, "componentize-py"),
+        _ => (js_tool(dir, tools, fail)?, "componentize-js"),
+    };
+    let toolchain = tool_version(&tool, name);
+    let cache = sources.and_then(|s| {
+        let cache = BuildCache::from_env()?;
+        Some((BuildCache::key(language, &toolchain, s), cache, s))
+    });
+    if let Some((key, cache, s)) = &cache
+        && let Some(bytes) = cache.get(key, s)
+    {
+        tracing::info!(
+            "{}: the component of these sources was built before ({BUILD_CACHE_ENV})",
+            dir.display()
+        );
+        return Ok(Built {
+            bytes,
+            toolchain,
+            cached: true,
+        });
+    }
+    match language {
+        GuestLanguage::Python => build_python(dir, tmp, &tool, fail)?,
+        _ => build_js(dir, tmp, &tool, fail)?,
+    }
+    let bytes =
+        std::fs::read(tmp).map_err(|e| fail(format!("cannot read {}: {e}", tmp.display())))?;
+    Ok(Built {
+        bytes,
+        toolchain,
+        cached: false,
+    })
+}
+
+/// `NAME VERSION` of a toolchain program, from its `--version` (just the
+/// name when it does not say).
+fn tool_version(tool: &Path, name: &str) -> String {
+    let version = Command::new(tool)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let version = version.strip_prefix(name).unwrap_or(&version).trim();
+    if version.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} {version}")
+    }
+}
+
+/// The Rust compiler that builds in `dir` (`rustc 1.95.0 (…)`).
+fn rustc_version(dir: &Path) -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    Command::new(rustc)
+        .current_dir(dir)
+        .arg("-V")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "rustc".into())
 }
 
 /// Whether the toolchain `dir` builds with has the `wasm32-wasip2` target
@@ -303,28 +445,37 @@ fn scratch(sdk_name: &str, sdk: &str) -> std::io::Result<tempfile::TempDir> {
     Ok(d)
 }
 
-fn build_python(
+/// componentize-py, where [`build_skill_with`] looks for it.
+fn python_tool(
     dir: &Path,
-    out: &Path,
     tools: &Toolchains,
     fail: &dyn Fn(String) -> BuildError,
-) -> Result<(), BuildError> {
-    let Some(tool) = find_tool(
+) -> Result<PathBuf, BuildError> {
+    find_tool(
         tools.componentize_py.as_ref(),
         "SKILLHOST_COMPONENTIZE_PY",
         &dir.join(".venv/bin/componentize-py"),
         "componentize-py",
-    ) else {
-        return Err(fail(format!(
+    )
+    .ok_or_else(|| {
+        fail(format!(
             "componentize-py is not installed: run `python3 -m pip install \
              componentize-py=={COMPONENTIZE_PY_VERSION}` (in a venv: `python3 -m venv .venv` in \
              the skill folder, then `.venv/bin/pip install componentize-py=={COMPONENTIZE_PY_VERSION}`), \
              or point SKILLHOST_COMPONENTIZE_PY at it"
-        )));
-    };
+        ))
+    })
+}
+
+fn build_python(
+    dir: &Path,
+    out: &Path,
+    tool: &Path,
+    fail: &dyn Fn(String) -> BuildError,
+) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.py", PYTHON_SDK)
         .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
-    let mut cmd = Command::new(&tool);
+    let mut cmd = Command::new(tool);
     cmd.current_dir(dir)
         .arg("-d")
         .arg(scratch.path().join("wit"))
@@ -337,31 +488,40 @@ fn build_python(
     run(cmd, &format!("componentize-py ({})", tool.display()), fail)
 }
 
-fn build_js(
+/// componentize-js, where [`build_skill_with`] looks for it.
+fn js_tool(
     dir: &Path,
-    out: &Path,
     tools: &Toolchains,
     fail: &dyn Fn(String) -> BuildError,
-) -> Result<(), BuildError> {
-    let Some(tool) = find_tool(
+) -> Result<PathBuf, BuildError> {
+    find_tool(
         tools.componentize_js.as_ref(),
         "SKILLHOST_COMPONENTIZE_JS",
         &dir.join("node_modules/.bin/componentize-js"),
         "componentize-js",
-    ) else {
-        return Err(fail(format!(
+    )
+    .ok_or_else(|| {
+        fail(format!(
             "componentize-js is not installed: run `npm install --save-dev \
              @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}` in the skill folder \
              (Node.js 20 or later), or point SKILLHOST_COMPONENTIZE_JS at it"
-        )));
-    };
+        ))
+    })
+}
+
+fn build_js(
+    dir: &Path,
+    out: &Path,
+    tool: &Path,
+    fail: &dyn Fn(String) -> BuildError,
+) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.js", JS_SDK)
         .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
     // The sources are staged beside the SDK, so `./skillhost.js` resolves
     // whether or not the folder has its own copy (its own wins).
     let stage = scratch.path().join("sdk");
     copy_sources(dir, &stage, 0).map_err(|e| fail(format!("cannot stage the sources: {e}")))?;
-    let mut cmd = Command::new(&tool);
+    let mut cmd = Command::new(tool);
     cmd.current_dir(dir)
         .arg(stage.join("app.js"))
         .arg("--wit")
