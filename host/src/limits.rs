@@ -225,14 +225,17 @@ pub const MAX_CALL_MEMORIES: usize = 16;
 /// the pagemap scan, the default) restores in place after a call, rather
 /// than handing them back to the kernel: 0. Without the scan the reset
 /// restores the whole prefix whether the guest wrote it or not, and drops
-/// the rest with `madvise`; restoring a prefix cost more than the page
-/// faults it saves for every prefix measured (`reset_keep_resident_*` in
-/// `benches/sandbox.rs`, figures in BENCHMARKS.md).
+/// the rest with `madvise`; measured with the sandbox bench when the scan
+/// became the default, keeping 1 MiB resident without it was the slowest
+/// setting of those tried (`variant_memory_keep_resident_*` in
+/// `benches/sandbox.rs` measures it again).
 pub const MEMORY_KEEP_RESIDENT: usize = 0;
 
 /// Bytes of a pooled table the reset without the pagemap scan restores in
-/// place: 0, measured as [`MEMORY_KEEP_RESIDENT`] was.
-pub const TABLE_KEEP_RESIDENT: usize = 0;
+/// place: 64 KiB, the value the sandbox used before, with and without the
+/// scan (not measured again without it: `variant_table_keep_resident_*` in
+/// `benches/sandbox.rs` compares 0, 4 KiB and 64 KiB).
+pub const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
 /// With the pagemap scan (`SandboxBuilder::pagemap_scan`), at most this
 /// much of a linear memory's written pages is restored in place: 1 MiB.
