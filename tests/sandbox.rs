@@ -1822,3 +1822,215 @@ async fn a_spare_never_makes_a_call_busy() {
         .expect("snoop after the sleepers");
     spare_ready(&spared).await;
 }
+
+// ---------------------------------------------------------------------------
+// 11. No data from a previous call's instance: the pool's reset.
+// ---------------------------------------------------------------------------
+
+/// MiB the residue guest grows its memory by, past its initial size.
+const RESIDUE_MIB: u64 = 32;
+
+/// A host whose sandbox resets pooled instances with or without the
+/// pagemap scan, with the `residue` skill in a local folder, trusted and
+/// granted to the personas `ana` (who fills) and `bob` (who scans). One
+/// instance at a time and no spares: every call takes the same pool slot
+/// as the one before it, so a reset that missed anything shows.
+async fn residue_host(tmp: &std::path::Path, pagemap_scan: bool) -> skillhost::Host {
+    let skill = tmp.join("skills").join("residue");
+    std::fs::create_dir_all(&skill).expect("skill folder");
+    std::fs::copy(
+        std::path::Path::new(art::RESIDUE_DIR).join("skill.yaml"),
+        skill.join("skill.yaml"),
+    )
+    .expect("copy skill.yaml");
+    std::fs::copy(art::RESIDUE_WASM_PATH, skill.join("residue.wasm")).expect("copy the component");
+    let data = tmp.join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::write(
+        data.join("settings.json"),
+        json!({ "skill_dirs": [skill] }).to_string(),
+    )
+    .expect("settings");
+    let sandbox = SandboxBuilder::new()
+        .max_instances(1)
+        .spare_threshold(None)
+        .pagemap_scan(pagemap_scan)
+        .build()
+        .expect("sandbox");
+    let host = skillhost::HostBuilder::new(data)
+        .sandbox(sandbox)
+        .build()
+        .await
+        .expect("host builds");
+    host.trust_skill("residue").expect("trust");
+    for p in ["ana", "bob"] {
+        host.add_persona(p, "").expect("persona");
+        host.grant_skill(p, "residue", true).expect("grant");
+    }
+    host
+}
+
+/// A call of `tool` as `persona` through the host's call path; its output.
+async fn residue_call(
+    host: &skillhost::Host,
+    persona: &str,
+    tool: &str,
+    args: Value,
+    request: &skillhost::CallRequest,
+) -> Value {
+    let r = host
+        .call(&skillhost::Caller::persona(persona), tool, args, request)
+        .await;
+    assert_eq!(
+        r.outcome,
+        skillhost::Outcome::Ok,
+        "{tool} as {persona}: {r:?}"
+    );
+    r.output.expect("an ok call has output").to_value()
+}
+
+/// `bob` scans; asserts nothing of `ana`'s marker is in his fresh
+/// instance, which covers all of the memory `ana`'s had.
+async fn scan_finds_nothing(host: &skillhost::Host, seed: u64, filled_bytes: u64, what: &str) {
+    let mib = filled_bytes.div_ceil(1 << 20).max(1);
+    let args = json!({"seed": seed, "mib": mib});
+    let found = residue_call(host, "bob", "residue.scan", args, &Default::default()).await;
+    eprintln!("{what}: bob's scan: {found}");
+    assert!(
+        found["memory_bytes"].as_u64().expect("memory_bytes") >= filled_bytes,
+        "{what}: the scan covered less memory than the fill had: {found}"
+    );
+    assert_eq!(
+        found["marker_words"], 0,
+        "{what}: bob's instance holds what ana's wrote: {found}"
+    );
+}
+
+/// `ana` fills with the marker of `seed`; the memory size she had.
+async fn fill(
+    host: &skillhost::Host,
+    seed: u64,
+    request: &skillhost::CallRequest,
+    pause_ms: u64,
+) -> u64 {
+    let args = json!({"seed": seed, "mib": RESIDUE_MIB, "pause_ms": pause_ms});
+    let filled = residue_call(host, "ana", "residue.fill", args, request).await;
+    let memory = filled["memory_bytes"].as_u64().expect("memory_bytes");
+    assert!(memory > RESIDUE_MIB << 20, "{filled}");
+    // The scan sees the marker where it lies (all but the few stack words
+    // the scan's own frames took over).
+    let (marked, found) = (
+        filled["marked_words"].as_u64().expect("marked_words"),
+        filled["found_words"].as_u64().expect("found_words"),
+    );
+    assert!(found <= marked && found >= marked - 1024, "{filled}");
+    memory
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_sees_nothing_a_previous_call_wrote_with_or_without_the_pagemap_scan() {
+    for pagemap_scan in [false, true] {
+        let what = format!("pagemap scan {}", if pagemap_scan { "on" } else { "off" });
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let host = residue_host(tmp.path(), pagemap_scan).await;
+        // Fresh memory holds no marker.
+        scan_finds_nothing(&host, 7, 0, &format!("{what}, before any fill")).await;
+        for round in 1..=3 {
+            let seed = 1000 + round;
+            let filled = fill(&host, seed, &Default::default(), 0).await;
+            scan_finds_nothing(&host, seed, filled, &format!("{what}, round {round}")).await;
+        }
+        host.shutdown().await;
+    }
+}
+
+/// Active swap devices or files (`/proc/swaps` past its header).
+fn active_swap() -> usize {
+    std::fs::read_to_string("/proc/swaps")
+        .map(|s| s.lines().skip(1).filter(|l| !l.trim().is_empty()).count())
+        .unwrap_or(0)
+}
+
+/// The anonymous mappings of this process of at least 1 GiB: the pooling
+/// allocators' reservations (memories, tables), as `(start, len)`.
+fn pool_mappings() -> Vec<(usize, usize)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    maps.lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            let range = parts.next()?;
+            // Anonymous: no path after the inode.
+            if parts.nth(4).is_some() {
+                return None;
+            }
+            let (a, b) = range.split_once('-')?;
+            let (a, b) = (
+                usize::from_str_radix(a, 16).ok()?,
+                usize::from_str_radix(b, 16).ok()?,
+            );
+            (b - a >= 1 << 30).then_some((a, b - a))
+        })
+        .collect()
+}
+
+/// Kilobytes of this process's memory in swap (`VmSwap`).
+fn swapped_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmSwap:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_sees_nothing_a_previous_call_wrote_when_its_pages_were_swapped_out() {
+    if active_swap() == 0 {
+        eprintln!(
+            "skipped: no active swap in /proc/swaps, so MADV_PAGEOUT cannot push a guest's \
+             anonymous pages out and the swapped-page reset cannot be exercised on this machine"
+        );
+        return;
+    }
+    for pagemap_scan in [false, true] {
+        let what = format!("pagemap scan {}", if pagemap_scan { "on" } else { "off" });
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let host = residue_host(tmp.path(), pagemap_scan).await;
+        let seed = 2000 + u64::from(pagemap_scan);
+        // While ana's instance holds its filled memory (the guest waits
+        // after it reports progress), push the pools' pages out.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let request = skillhost::CallRequest {
+            progress: Some(tx),
+            ..Default::default()
+        };
+        let before = swapped_kb();
+        let pager = tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+            for (start, len) in pool_mappings() {
+                // SAFETY: advice on this process's own mappings; PAGEOUT
+                // changes no contents.
+                unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_PAGEOUT) };
+            }
+            swapped_kb()
+        });
+        let filled = fill(&host, seed, &request, 1500).await;
+        let after = pager.await.expect("pager");
+        if after <= before {
+            eprintln!(
+                "skipped ({what}): MADV_PAGEOUT was not effective (VmSwap {before} kB before, \
+                 {after} kB after), the kernel kept the guest's pages in memory"
+            );
+            host.shutdown().await;
+            continue;
+        }
+        eprintln!(
+            "{what}: {} kB pushed to swap during the fill",
+            after - before
+        );
+        scan_finds_nothing(&host, seed, filled, &format!("{what}, pages swapped out")).await;
+        host.shutdown().await;
+    }
+}

