@@ -17,9 +17,9 @@ use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use skillhost::{
-    AddressClass, CallError, CallOptions, CallOutput, Capabilities, DenyReason, Limits,
-    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord, SandboxBuilder,
-    SecretHeader, SecretValue, SkillComponent,
+    AddressClass, CallError, CallOptions, CallOutput, Capabilities, DenyReason,
+    INVALID_OUTBOUND_FIELD, Limits, OriginPattern, Outbound, OutboundLimit, OutboundOutcome,
+    OutboundRecord, SandboxBuilder, SecretHeader, SecretValue, SkillComponent,
 };
 use skillhost_e2e::read_component;
 use skillhost_test_plugins as art;
@@ -88,6 +88,10 @@ impl Server {
 
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn origin_text(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     fn origin(&self) -> OriginPattern {
@@ -343,6 +347,44 @@ async fn another_port_or_scheme_is_refused() {
     }
     assert!(b.seen().is_empty(), "nothing reached the other origin");
     assert!(a.seen().is_empty(), "nothing went out on another scheme");
+    next_call_works(&a).await;
+}
+
+/// A method or host name over its limit is refused before anything is
+/// sent, and its record holds `(invalid)` and the length, never the value:
+/// the method and the origin are kept in the audit trail of every request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overlong_method_or_host_name_is_refused_and_not_recorded() {
+    let a = Server::start().await;
+    let long_method = "X".repeat(200_000);
+    let long_host = format!("{}localhost", "ab.".repeat(100));
+    let cases = [
+        (
+            json!({"url": a.url("/ok"), "method": long_method}),
+            INVALID_OUTBOUND_FIELD.to_string(),
+            a.origin_text(),
+            "the method is 200000 bytes",
+        ),
+        (
+            json!({"url": format!("http://{long_host}:{}/ok", a.port)}),
+            "GET".to_string(),
+            INVALID_OUTBOUND_FIELD.to_string(),
+            "the host name is 309 bytes",
+        ),
+    ];
+    for (args, method, origin, why) in cases {
+        let start = Instant::now();
+        let out = call("probe.fetch", args, &allow(&[a.origin()])).await;
+        assert!(start.elapsed() < PROMPT);
+        assert_eq!(out.output["kind"], "InvalidRequest", "{}", out.output);
+        let r = one(&out);
+        assert_eq!(r.outcome, OutboundOutcome::Denied(DenyReason::Invalid));
+        assert_eq!((&r.method, &r.origin), (&method, &origin));
+        assert!(r.detail.starts_with(why), "{}", r.detail);
+        let text = serde_json::to_string(r).unwrap();
+        assert!(text.len() < 512, "{text}");
+    }
+    assert!(a.seen().is_empty(), "nothing was sent");
     next_call_works(&a).await;
 }
 

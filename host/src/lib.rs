@@ -115,21 +115,21 @@ pub use limits::{
     DEFAULT_OUTBOUND_REQUEST_TIMEOUT, DEFAULT_TIMEOUT, DENY_REASON_MAX_CHARS,
     HTTP_HEADER_READ_TIMEOUT, HTTP_IDLE_TIMEOUT, HTTP_MAX_CONNECTIONS,
     HTTP_MAX_CONNECTIONS_PER_PEER, LimitError, Limits, LimitsPolicy, LimitsRequest,
-    MAX_APPROVAL_TTL, MAX_CALL_NOTICES, MAX_CONTENT_BLOCKS, MAX_ORIGINS, MAX_PENDING_PER_CALLER,
-    MAX_SECRET_BYTES, MAX_SECRETS, MCP_MAX_LISTEN_STREAMS, MCP_MAX_RESOURCE_SUBSCRIPTIONS,
-    MCP_MAX_SESSIONS, MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, MEMORY_KEEP_RESIDENT,
-    OutboundLimits, PAGEMAP_MEMORY_KEEP_RESIDENT, PAGEMAP_TABLE_KEEP_RESIDENT,
-    RUN_DETAIL_MAX_CHILDREN, RUN_DETAIL_MAX_EVENTS, SERVE_MAX_COUNT, SERVE_MAX_SECS,
-    TABLE_KEEP_RESIDENT,
+    MAX_APPROVAL_TTL, MAX_CALL_NOTICES, MAX_CONTENT_BLOCKS, MAX_ORIGINS, MAX_OUTBOUND_HOST_BYTES,
+    MAX_OUTBOUND_METHOD_BYTES, MAX_PENDING_PER_CALLER, MAX_SECRET_BYTES, MAX_SECRETS,
+    MCP_MAX_LISTEN_STREAMS, MCP_MAX_RESOURCE_SUBSCRIPTIONS, MCP_MAX_SESSIONS,
+    MCP_MAX_SESSIONS_PER_CALLER, MCP_SESSION_IDLE, MEMORY_KEEP_RESIDENT, OutboundLimits,
+    PAGEMAP_MEMORY_KEEP_RESIDENT, PAGEMAP_TABLE_KEEP_RESIDENT, RUN_DETAIL_MAX_CHILDREN,
+    RUN_DETAIL_MAX_EVENTS, SERVE_MAX_COUNT, SERVE_MAX_SECS, TABLE_KEEP_RESIDENT,
 };
 pub use sandbox::{
     AddressClass, AskError, AskFuture, AskStop, Asker, CallError, CallFailure, CallOptions,
     CallOutput, Capabilities, ClientCapability, ClientReach, DenyReason, GuestLogLevel,
-    GuestLogLine, InputAnswer, InputQuestion, InputRequest, InvalidSecretValue, InvokeFuture,
-    InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink, MAX_INVOKE_DEPTH, OriginError,
-    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord, RefReader, Sandbox,
-    SandboxBuilder, Scheme, SecretHeader, SecretValue, SkillComponent, ToolError, TrapReason,
-    is_question_key,
+    GuestLogLine, INVALID_OUTBOUND_FIELD, InputAnswer, InputQuestion, InputRequest,
+    InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink,
+    MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome,
+    OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme, SecretHeader, SecretValue,
+    SkillComponent, ToolError, TrapReason, is_question_key,
 };
 
 // State: the data dir and its records.

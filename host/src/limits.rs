@@ -453,6 +453,21 @@ pub const DEFAULT_OUTBOUND_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// responses pass and a header flood ends early.
 pub const DEFAULT_OUTBOUND_MAX_RESPONSE_HEADER_BYTES: u64 = 64 << 10;
 
+/// Longest method an outbound request may have, in bytes: 32. Every
+/// method in IANA's registry fits (the longest, `UPDATEREDIRECTREF`, has
+/// 17 bytes). The method is kept in the audit record of every request,
+/// allowed or refused, so it must be small: eight refused requests with
+/// 200,000-byte methods made one run's record 1.6 MB. A longer method is
+/// refused before anything is recorded of it.
+pub const MAX_OUTBOUND_METHOD_BYTES: usize = 32;
+
+/// Longest host name of an outbound request, in bytes: 253, the longest a
+/// DNS name can be written (RFC 1035; an IPv6 literal is shorter). A
+/// longer one cannot be resolved anyway; the host is kept in the audit
+/// record of every request (as its origin), so a longer one is refused
+/// before anything is recorded of it.
+pub const MAX_OUTBOUND_HOST_BYTES: usize = 253;
+
 /// The outbound HTTP limits of one call; each refusal names its field as
 /// an [`OutboundLimit`](crate::OutboundLimit).
 ///

@@ -410,7 +410,11 @@ impl Metrics {
         }
     }
 
-    /// Counts one outbound request of `skill`.
+    /// Counts one outbound request of `skill`. The labels are the
+    /// skill's name (its manifest's, approved by the operator) and the
+    /// outcome's kind (a fixed word): never the method, origin or detail
+    /// the guest chose, which could hold a secret an API echoed back and
+    /// would make a series per value.
     pub(crate) fn record_outbound(&self, skill: &str, r: &crate::sandbox::OutboundRecord) {
         self.outbound
             .get_or_create(&OutboundLabels {

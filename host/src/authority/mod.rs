@@ -337,14 +337,31 @@ impl HostInner {
         )
     }
 
-    fn emit(&self, e: HostEvent) {
+    /// Records and publishes an event. Every event passes here, so every
+    /// string in it that a guest, a server or a caller chose is redacted
+    /// here, once, whoever built it (`redaction::redact_event`); with no
+    /// secret configured this costs a read lock.
+    fn emit(&self, mut e: HostEvent) {
+        {
+            let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+            if !secrets.is_empty() {
+                redaction::redact_event(&secrets, &mut e);
+            }
+        }
         let _ = self.events.send(e.clone());
         self.writer.event(e);
     }
 
     /// Queues a run with the event of its end (written together), then
-    /// publishes the event.
-    fn emit_run(&self, row: RunRow, e: HostEvent) {
+    /// publishes the event; both redacted as [`HostInner::emit`] says.
+    fn emit_run(&self, mut row: RunRow, mut e: HostEvent) {
+        {
+            let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+            if !secrets.is_empty() {
+                redaction::redact_run(&secrets, &mut row);
+                redaction::redact_event(&secrets, &mut e);
+            }
+        }
         self.writer.run_with_event(row, e.clone());
         let _ = self.events.send(e);
     }

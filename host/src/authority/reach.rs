@@ -96,7 +96,11 @@ impl HostInner {
     /// Records what a skill's call sent and received: one audit event
     /// (`outbound`) per request, naming the method, origin, status, bytes,
     /// duration and outcome (never a path, header or body), and the
-    /// outbound metrics.
+    /// outbound metrics. The method and origin are the guest's (bounded by
+    /// the send hook, which records an invalid one as `(invalid)`): like
+    /// the detail, they are redacted where every event is (`emit`), so a
+    /// secret an API echoed back and the guest used as a method or a host
+    /// name is not kept.
     pub(crate) fn record_outbound(
         &self,
         skill: &str,
@@ -107,12 +111,7 @@ impl HostInner {
     ) {
         for r in records {
             self.metrics.record_outbound(skill, r);
-            let mut detail = serde_json::to_value(r).unwrap_or_default();
-            if let Some(d) = detail.get_mut("detail")
-                && let Some(text) = d.as_str()
-            {
-                *d = serde_json::Value::String(self.redact(text));
-            }
+            let detail = serde_json::to_value(r).unwrap_or_default();
             self.emit(HostEvent {
                 at_ms: crate::state::runs::now_ms(),
                 kind: "outbound".into(),

@@ -347,11 +347,27 @@ fn init_tracing(verbose: u8) {
     // Colours only for a person at a terminal: a log file, a pipe or an
     // MCP client's stderr capture gets plain text.
     use std::io::IsTerminal as _;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(not_guest_arguments));
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+/// Whether a log record may be written, whatever `RUST_LOG` asks for.
+/// The WASI bindings (`wasmtime_wasi`, `wasmtime_wasi_http`) trace every
+/// argument a guest passes them, as the guest wrote it and before the host
+/// has checked or redacted anything: a request's method, authority, path
+/// and headers, a file's path. A secret an API echoed back that the guest
+/// put in its next request would be written out. Their trace records are
+/// dropped; their warnings and errors (the bindings' words, not the
+/// guest's) are kept.
+fn not_guest_arguments(meta: &tracing::Metadata<'_>) -> bool {
+    !(*meta.level() == tracing::Level::TRACE && meta.target().starts_with("wasmtime_wasi"))
 }
 
 /// The sandbox for this data dir, with its compiled-code cache.

@@ -36,8 +36,9 @@ pub use invoke::{InvokeFuture, InvokeRequest, Invoker, MAX_INVOKE_DEPTH, RefRead
 pub(crate) use notices::Notices;
 pub use notices::{GuestLogLevel, GuestLogLine, LogSink};
 pub use outbound::{
-    AddressClass, DenyReason, InvalidSecretValue, OriginError, OriginPattern, Outbound,
-    OutboundLimit, OutboundOutcome, OutboundRecord, Scheme, SecretHeader, SecretValue,
+    AddressClass, DenyReason, INVALID_OUTBOUND_FIELD, InvalidSecretValue, OriginError,
+    OriginPattern, Outbound, OutboundLimit, OutboundOutcome, OutboundRecord, Scheme, SecretHeader,
+    SecretValue,
 };
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 

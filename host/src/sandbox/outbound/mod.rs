@@ -28,7 +28,9 @@ use std::fmt;
 
 pub use address::AddressClass;
 pub use origin::{OriginError, OriginPattern, Scheme};
-pub use record::{DenyReason, OutboundLimit, OutboundOutcome, OutboundRecord};
+pub use record::{
+    DenyReason, INVALID_OUTBOUND_FIELD, OutboundLimit, OutboundOutcome, OutboundRecord,
+};
 pub(crate) use send::OutboundHooks;
 
 /// What a call may reach over HTTP: the allowed origins, and the secret

@@ -10,6 +10,15 @@ use serde::Serialize;
 
 use super::address::AddressClass;
 
+/// What a record holds in place of a method or origin that failed its
+/// checks (over its limit, not a token, not a URL the host can reach):
+/// the guest's value is never recorded then.
+///
+/// ```
+/// assert_eq!(skillhost::INVALID_OUTBOUND_FIELD, "(invalid)");
+/// ```
+pub const INVALID_OUTBOUND_FIELD: &str = "(invalid)";
+
 /// Why a request was refused before anything was sent.
 ///
 /// ```
@@ -26,7 +35,10 @@ pub enum DenyReason {
     /// as an IP-literal origin.
     Address(AddressClass),
     /// The request is malformed (no host, a scheme other than http or
-    /// https, an invalid method or header).
+    /// https, a host name or method over its limit, a method that is not
+    /// an RFC 9110 token, an invalid header). An invalid method or origin
+    /// is recorded as [`INVALID_OUTBOUND_FIELD`], never as the guest
+    /// wrote it.
     Invalid,
 }
 
@@ -163,9 +175,13 @@ impl fmt::Display for OutboundOutcome {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OutboundRecord {
-    /// The method, as the guest sent it.
+    /// The method, as the guest sent it: an RFC 9110 token of at most
+    /// [`MAX_OUTBOUND_METHOD_BYTES`](crate::MAX_OUTBOUND_METHOD_BYTES)
+    /// bytes, or [`INVALID_OUTBOUND_FIELD`].
     pub method: String,
-    /// `scheme://host:port` with the port always written; never a path.
+    /// `scheme://host:port` with the port always written, the host
+    /// lower-cased; never a path. [`INVALID_OUTBOUND_FIELD`] for a URL
+    /// that failed its checks.
     pub origin: String,
     /// The response status, when a response came.
     pub status: Option<u16>,

@@ -11,6 +11,7 @@
 //! which finishes there (bounded by the resolver's own timeout) but whose
 //! answer nobody reads.
 
+use std::fmt;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -29,9 +30,11 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 
 use super::address::AddressClass;
 use super::origin::Scheme;
-use super::record::{DenyReason, OutboundLimit, OutboundOutcome, Recorder, Slot};
+use super::record::{
+    DenyReason, INVALID_OUTBOUND_FIELD, OutboundLimit, OutboundOutcome, Recorder, Slot,
+};
 use super::{Outbound, OutboundRecord};
-use crate::limits::OutboundLimits;
+use crate::limits::{MAX_OUTBOUND_HOST_BYTES, MAX_OUTBOUND_METHOD_BYTES, OutboundLimits};
 
 /// What `send_request` returns, as wasmtime-wasi-http wants it.
 type SendFuture = Box<
@@ -125,34 +128,108 @@ async fn drain(mut body: WasiBody, until: Instant, cap: u64) {
     let _ = tokio::time::timeout_at(until.into(), read).await;
 }
 
+/// What makes a request malformed before any policy is asked: the guest
+/// gets [`Malformed::code`], the record names it in its detail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Malformed {
+    /// The scheme is not `http` or `https`.
+    Scheme,
+    /// The URL has no host.
+    NoHost,
+    /// The URL has userinfo (`user@`).
+    Userinfo,
+    /// The port is 0.
+    PortZero,
+    /// The host name is longer than [`MAX_OUTBOUND_HOST_BYTES`].
+    HostTooLong(usize),
+    /// The method is longer than [`MAX_OUTBOUND_METHOD_BYTES`].
+    MethodTooLong(usize),
+    /// The method is empty or holds a byte outside RFC 9110's `tchar`.
+    MethodNotToken,
+}
+
+impl Malformed {
+    /// The `wasi:http` error code the guest gets.
+    fn code(self) -> HttpError {
+        match self {
+            Malformed::MethodTooLong(_) | Malformed::MethodNotToken => {
+                HttpError::HttpRequestMethodInvalid
+            }
+            _ => HttpError::HttpRequestUriInvalid,
+        }
+    }
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Malformed::Scheme => f.write_str("the scheme is not http or https"),
+            Malformed::NoHost => f.write_str("the request has no host"),
+            Malformed::Userinfo => f.write_str("the URL has userinfo (`user@`)"),
+            Malformed::PortZero => f.write_str("port 0"),
+            Malformed::HostTooLong(n) => write!(
+                f,
+                "the host name is {n} bytes, over the limit of {MAX_OUTBOUND_HOST_BYTES}"
+            ),
+            Malformed::MethodTooLong(n) => write!(
+                f,
+                "the method is {n} bytes, over the limit of {MAX_OUTBOUND_METHOD_BYTES}"
+            ),
+            Malformed::MethodNotToken => f.write_str(
+                "the method is not an HTTP token (RFC 9110: letters, digits and !#$%&'*+-.^_`|~)",
+            ),
+        }
+    }
+}
+
+/// Checks a request's method: a token (RFC 9110 §9.1, `tchar`s) of at
+/// most [`MAX_OUTBOUND_METHOD_BYTES`]. (`wasmtime-wasi-http` parses the
+/// method with the `http` crate, which takes only tokens but of any
+/// length; the check is the host's own, so the record's bound never rests
+/// on a dependency.)
+fn check_method(method: &str) -> Result<(), Malformed> {
+    if method.len() > MAX_OUTBOUND_METHOD_BYTES {
+        return Err(Malformed::MethodTooLong(method.len()));
+    }
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if method.is_empty() || !method.bytes().all(tchar) {
+        return Err(Malformed::MethodNotToken);
+    }
+    Ok(())
+}
+
 /// The parts of a request's URI the policy looks at.
 struct Target {
     scheme: Scheme,
-    /// The host as written (IPv6 in brackets), lowercase.
+    /// The host as written (IPv6 in brackets), lowercase, at most
+    /// [`MAX_OUTBOUND_HOST_BYTES`].
     host: String,
     port: u16,
 }
 
 impl Target {
-    fn of(uri: &http::Uri) -> Result<Target, &'static str> {
+    fn of(uri: &http::Uri) -> Result<Target, Malformed> {
         let scheme = uri
             .scheme_str()
             .and_then(Scheme::parse)
-            .ok_or("the scheme is not http or https")?;
-        let authority = uri.authority().ok_or("the request has no host")?;
+            .ok_or(Malformed::Scheme)?;
+        let authority = uri.authority().ok_or(Malformed::NoHost)?;
         if authority.as_str().contains('@') {
-            return Err("the URL has userinfo (`user@`)");
+            return Err(Malformed::Userinfo);
         }
         let host = authority.host();
         if host.is_empty() {
-            return Err("the request has no host");
+            return Err(Malformed::NoHost);
+        }
+        if host.len() > MAX_OUTBOUND_HOST_BYTES {
+            return Err(Malformed::HostTooLong(host.len()));
         }
         let port = match authority.port() {
             Some(p) => p.as_u16(),
             None => scheme.default_port(),
         };
         if port == 0 {
-            return Err("port 0");
+            return Err(Malformed::PortZero);
         }
         Ok(Target {
             scheme,
@@ -203,11 +280,21 @@ impl WasiHttpHooks for OutboundHooks {
         _options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
-        let method = request.method().as_str().to_string();
+        // What the record keeps of the method and the origin: the guest's
+        // values only once they passed their checks (bounded; a token; a
+        // URL the host can reach), else `(invalid)`. Both are redacted with
+        // the rest of the event when it is recorded (the authority's
+        // `emit`): an API may echo a secret back, and the guest may use it
+        // as its next method or host name.
+        let method = check_method(request.method().as_str());
+        let recorded_method = match method {
+            Ok(()) => request.method().as_str().to_string(),
+            Err(_) => INVALID_OUTBOUND_FIELD.to_string(),
+        };
         let target = Target::of(request.uri());
         let origin = match &target {
             Ok(t) => t.origin(),
-            Err(_) => "(invalid)".to_string(),
+            Err(_) => INVALID_OUTBOUND_FIELD.to_string(),
         };
 
         self.requests = self.requests.saturating_add(1);
@@ -221,7 +308,7 @@ impl WasiHttpHooks for OutboundHooks {
                     ));
                 }
                 None => {
-                    let slot = self.recorder.start(method, origin);
+                    let slot = self.recorder.start(recorded_method, origin);
                     slot.finish(
                         OutboundOutcome::Limit(OutboundLimit::Requests),
                         format!("more than {max} requests in one call"),
@@ -236,7 +323,7 @@ impl WasiHttpHooks for OutboundHooks {
             });
         }
 
-        let slot = self.recorder.start(method, origin.clone());
+        let slot = self.recorder.start(recorded_method, origin.clone());
         let Some(policy) = self.policy.clone() else {
             return self.refuse(
                 &slot,
@@ -247,14 +334,23 @@ impl WasiHttpHooks for OutboundHooks {
                 request.into_body(),
             );
         };
+        if let Err(why) = method {
+            return self.refuse(
+                &slot,
+                OutboundOutcome::Denied(DenyReason::Invalid),
+                why.to_string(),
+                why.code(),
+                request.into_body(),
+            );
+        }
         let target = match target {
             Ok(t) => t,
             Err(why) => {
                 return self.refuse(
                     &slot,
                     OutboundOutcome::Denied(DenyReason::Invalid),
-                    why.into(),
-                    HttpError::HttpRequestUriInvalid,
+                    why.to_string(),
+                    why.code(),
                     request.into_body(),
                 );
             }
@@ -804,4 +900,63 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
             Ok(Arc::new(config))
         })
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_method_is_a_bounded_token() {
+        for ok in [
+            "GET",
+            "PROPFIND",
+            "UPDATEREDIRECTREF",
+            "x-Custom.1!~",
+            "sk-Exfil-7D93",
+        ] {
+            assert_eq!(check_method(ok), Ok(()), "{ok}");
+        }
+        let longest = "M".repeat(MAX_OUTBOUND_METHOD_BYTES);
+        assert_eq!(check_method(&longest), Ok(()));
+        let over = "M".repeat(MAX_OUTBOUND_METHOD_BYTES + 1);
+        assert_eq!(
+            check_method(&over),
+            Err(Malformed::MethodTooLong(MAX_OUTBOUND_METHOD_BYTES + 1))
+        );
+        assert_eq!(
+            check_method(&"M".repeat(200_000)),
+            Err(Malformed::MethodTooLong(200_000))
+        );
+        for bad in [
+            "", "GET /", "GE\tT", "G\u{0}", "GÉT", "a:b", "(x)", "a\"b", "a,b",
+        ] {
+            assert_eq!(check_method(bad), Err(Malformed::MethodNotToken), "{bad:?}");
+        }
+        let e = check_method(&over).unwrap_err();
+        assert!(matches!(e.code(), HttpError::HttpRequestMethodInvalid));
+        assert!(e.to_string().contains("33 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_host_name_is_bounded_and_lower_cased() {
+        let uri = |host: &str| -> http::Uri { format!("http://{host}:8080/p").parse().unwrap() };
+        let longest = format!("{}.example", "a".repeat(MAX_OUTBOUND_HOST_BYTES - 8));
+        let t = Target::of(&uri(&longest.to_ascii_uppercase())).unwrap();
+        assert_eq!(t.host, longest);
+        assert_eq!(t.origin(), format!("http://{longest}:8080"));
+        let over = format!("a{longest}");
+        match Target::of(&uri(&over)) {
+            Err(e @ Malformed::HostTooLong(n)) => {
+                assert_eq!(n, MAX_OUTBOUND_HOST_BYTES + 1);
+                assert!(matches!(e.code(), HttpError::HttpRequestUriInvalid));
+                assert!(!e.to_string().contains(&over));
+            }
+            other => panic!("{:?}", other.map(|t| t.origin())),
+        }
+        assert!(matches!(
+            Target::of(&"http://u@h.example/".parse().unwrap()),
+            Err(Malformed::Userinfo)
+        ));
+    }
 }

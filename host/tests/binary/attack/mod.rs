@@ -5,6 +5,7 @@
 mod client;
 mod http_lane;
 mod private_files;
+mod secret_echo;
 mod secrets;
 mod self_approval;
 mod sessions;
