@@ -151,3 +151,6 @@ pub use front::http::{
     api_router, raise_open_files_limit,
 };
 pub use front::mcp::{McpFront, StdioSessionError};
+
+// Text shown for a decision: invisible and bidi characters made visible.
+pub use escape::reveal_invisible;

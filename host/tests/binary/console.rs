@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 /// Persona `support` granted text-tools (`text.regex_replace` needs
 /// confirmation); its token.
-fn data_dir(work: &Path) -> (PathBuf, String) {
+pub(crate) fn data_dir(work: &Path) -> (PathBuf, String) {
     let data = local_skills_data(work, false);
     for args in [
         &["skills", "trust", "text-tools"][..],
@@ -44,12 +44,12 @@ fn data_dir(work: &Path) -> (PathBuf, String) {
     (data, token)
 }
 
-fn start(data: &Path) -> HttpServer {
+pub(crate) fn start(data: &Path) -> HttpServer {
     // Calls that need confirmation wait for the operator (the console).
     start_http_with(data, 5, &["--no-elicitation"])
 }
 
-fn admin_token(data: &Path) -> String {
+pub(crate) fn admin_token(data: &Path) -> String {
     std::fs::read_to_string(data.join("admin_token"))
         .expect("admin token")
         .trim()
@@ -384,7 +384,7 @@ fn console_sign_in_csrf_and_headers_hold() {
 
 /// Calls `text.regex_replace` as persona `support` with the Python SDK
 /// client; the call waits for approval: its run id.
-fn persona_call(port: u16, token: &str, args: Value) -> String {
+pub(crate) fn persona_call(port: u16, token: &str, args: Value) -> String {
     let calls = json!([{"tool": "text.regex_replace", "args": args}]);
     let o = Command::new(python())
         .arg(repo().join("tests/peers/http_calls.py"))
@@ -461,14 +461,14 @@ fn start_driver() -> Driver {
 
 /// chromedriver, a runtime to drive it from, and a fresh Chromium profile
 /// under the test's work folder.
-struct Chromium {
+pub(crate) struct Chromium {
     driver: Driver,
-    rt: tokio::runtime::Runtime,
+    pub rt: tokio::runtime::Runtime,
     profile: PathBuf,
 }
 
 impl Chromium {
-    fn start(work: &Path) -> Chromium {
+    pub(crate) fn start(work: &Path) -> Chromium {
         Chromium {
             driver: start_driver(),
             rt: tokio::runtime::Builder::new_current_thread()
@@ -480,7 +480,7 @@ impl Chromium {
     }
 
     /// A new browser session.
-    async fn open(&self) -> fantoccini::Client {
+    pub(crate) async fn open(&self) -> fantoccini::Client {
         browser(&self.driver, &self.profile).await
     }
 }
@@ -791,7 +791,7 @@ fn tools_of(v: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &str) {
+pub(crate) async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &str) {
     use fantoccini::Locator;
     c.goto(&format!("{base}/sign-in"))
         .await

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use askama::Template;
 use serde_json::Value;
 
+use crate::escape::reveal_invisible;
 use crate::limits::CONSOLE_ARGS_PREVIEW_CHARS;
 use crate::{HostEvent, Outcome, RunDetail, RunRecord, ToolSpec};
 
@@ -644,8 +645,8 @@ pub(crate) struct Pending {
     pub created_iso: String,
     pub age: String,
     pub expires_in: String,
-    pub args_preview: String,
-    pub args_full: String,
+    pub args_preview: Vec<Piece>,
+    pub args_full: Vec<Piece>,
     pub args_len: usize,
     pub truncated: bool,
 }
@@ -660,6 +661,7 @@ impl Pending {
             .args
             .as_ref()
             .and_then(|a| serde_json::to_string_pretty(a).ok())
+            .map(|a| reveal_invisible(&a).into_owned())
             .unwrap_or_else(|| "{}".to_string());
         let args_len = args_full.chars().count();
         let truncated = args_len > CONSOLE_ARGS_PREVIEW_CHARS;
@@ -672,9 +674,9 @@ impl Pending {
         };
         Pending {
             run_id: r.run_id.clone(),
-            persona: persona_of(r.persona.as_deref()),
-            tool: r.tool.clone(),
-            provider: provider_of(&r.server),
+            persona: reveal_invisible(&persona_of(r.persona.as_deref())).into_owned(),
+            tool: reveal_invisible(&r.tool).into_owned(),
+            provider: reveal_invisible(&provider_of(&r.server)).into_owned(),
             why: why_it_waits(spec),
             created_iso: iso(r.created_at_ms),
             age: span(now.saturating_sub(r.created_at_ms)) + " ago",
@@ -682,12 +684,60 @@ impl Pending {
                 .expires_at_ms
                 .map(|t| span(t.saturating_sub(now)))
                 .unwrap_or_else(|| "never".into()),
-            args_preview,
-            args_full,
+            args_preview: pieces(&args_preview),
+            args_full: pieces(&args_full),
             args_len,
             truncated,
         }
     }
+}
+
+/// A piece of a JSON text as a page shows it: the inside of a string
+/// (shown isolated, `<bdi>`: its direction, right-to-left text included,
+/// cannot run into the text around it) or what lies between strings.
+pub(crate) struct Piece {
+    pub text: String,
+    /// The inside of a string.
+    pub string: bool,
+}
+
+/// `json` (invisible characters revealed already) in [`Piece`]s; a string
+/// cut short (a preview) is a string to its end.
+fn pieces(json: &str) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string && !escaped && c == '"' {
+            // The string ends: its inside is a piece; the quote begins the
+            // next.
+            out.push(Piece {
+                text: std::mem::take(&mut current),
+                string: true,
+            });
+            in_string = false;
+            current.push(c);
+            continue;
+        }
+        current.push(c);
+        if in_string {
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            out.push(Piece {
+                text: std::mem::take(&mut current),
+                string: false,
+            });
+            in_string = true;
+        }
+    }
+    if !current.is_empty() {
+        out.push(Piece {
+            text: current,
+            string: in_string,
+        });
+    }
+    out
 }
 
 /// Why a tool's calls wait for an operator, from its registration.
@@ -720,8 +770,8 @@ pub(crate) struct RunView {
     pub duration: Option<String>,
     pub parent: Option<String>,
     pub error: Option<String>,
-    pub output: Option<String>,
-    pub args: Option<String>,
+    pub output: Option<Vec<Piece>>,
+    pub args: Option<Vec<Piece>>,
     pub refs: Vec<RefLine>,
     pub children: Vec<ChildRun>,
     pub timeline: Vec<Moment>,
@@ -761,7 +811,7 @@ impl RunView {
         }];
         timeline.extend(d.events.iter().map(|e| Moment {
             iso: iso(e.at_ms),
-            what: event_line(e),
+            what: reveal_invisible(&event_line(e)).into_owned(),
         }));
         if !matches!(r.outcome, Outcome::WaitingApproval | Outcome::Running) {
             let what = match r.duration_ms {
@@ -775,20 +825,21 @@ impl RunView {
         }
         RunView {
             run_id: r.run_id.clone(),
-            tool: r.tool.clone(),
-            persona: persona_of(r.persona.as_deref()),
-            provider: provider_of(&r.server),
+            tool: reveal_invisible(&r.tool).into_owned(),
+            persona: reveal_invisible(&persona_of(r.persona.as_deref())).into_owned(),
+            provider: reveal_invisible(&provider_of(&r.server)).into_owned(),
             outcome: r.outcome.as_str().to_string(),
             approval: r.approval.map(|a| a.as_str().to_string()),
             decided_by: r.decided_by.clone(),
             duration: r.duration_ms.map(|d| format!("{d} ms")),
             parent: r.parent_run_id.clone(),
-            error: r.error.clone(),
-            output,
+            error: r.error.as_deref().map(|e| reveal_invisible(e).into_owned()),
+            output: output.map(|o| pieces(&reveal_invisible(&o))),
             args: r
                 .args
                 .as_ref()
-                .and_then(|a| serde_json::to_string_pretty(a).ok()),
+                .and_then(|a| serde_json::to_string_pretty(a).ok())
+                .map(|a| pieces(&reveal_invisible(&a))),
             refs: d
                 .refs
                 .iter()
@@ -948,6 +999,31 @@ mod tests {
     }
 
     #[test]
+    fn json_is_shown_in_pieces_each_string_apart() {
+        let shown = |json: &str| {
+            pieces(json)
+                .into_iter()
+                .map(|p| (p.text, p.string))
+                .collect::<Vec<_>>()
+        };
+        let s = |t: &str, string: bool| (t.to_string(), string);
+        assert_eq!(
+            shown(r#"{"a": "x \"y\" \\", "": 1}"#),
+            vec![
+                s("{\"", false),
+                s("a", true),
+                s("\": \"", false),
+                s(r#"x \"y\" \\"#, true),
+                s("\", \"", false),
+                s("", true),
+                s("\": 1}", false),
+            ]
+        );
+        // A preview cut inside a string: a string to its end.
+        assert_eq!(shown(r#"["abc"#), vec![s("[\"", false), s("abc", true)]);
+    }
+
+    #[test]
     fn long_arguments_fold() {
         let record = RunRecord {
             run_id: "run_1".into(),
@@ -969,9 +1045,13 @@ mod tests {
         let p = Pending::of(&record, None);
         assert!(p.truncated);
         assert_eq!(
-            p.args_preview.chars().count(),
+            p.args_preview
+                .iter()
+                .map(|p| p.text.chars().count())
+                .sum::<usize>(),
             CONSOLE_ARGS_PREVIEW_CHARS + 1
         );
+        assert!(p.args_preview.last().is_some_and(|p| p.string));
         assert!(p.args_len > 5000);
         assert_eq!(p.persona, "the operator");
     }

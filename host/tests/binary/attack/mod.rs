@@ -2,6 +2,7 @@
 //! security review, each driving the real binary the way the attacker did.
 //! (The MCP client side's attacks are in the `skillhost-e2e` crate's `attack` suite.)
 
+mod approval_spoof;
 mod client;
 mod http_lane;
 mod private_files;
