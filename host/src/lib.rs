@@ -99,9 +99,9 @@ pub use skill::{Skill, SkillError};
 pub use bundle::install::{InstallOptions, InstallOutcome, install_bundle};
 pub use bundle::trust::{KeyError, PublicKey, SecretKey};
 pub use bundle::{
-    BundleError, FileEntry, MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES, OpenedBundle,
-    PackError, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Signer, Statement, open_bundle,
-    pack_dir,
+    BundleError, BundleUpload, FileEntry, MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES,
+    OpenedBundle, PackError, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Signer, Statement,
+    open_bundle, pack_dir,
 };
 
 // The sandbox and its limits.

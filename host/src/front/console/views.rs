@@ -17,8 +17,6 @@ pub(crate) struct Nav {
     pub page: &'static str,
     /// How many calls wait for approval (the badge).
     pub pending: u64,
-    /// The session's CSRF token (the sign-out form).
-    pub csrf: String,
 }
 
 /// The sign-in page.
@@ -29,12 +27,28 @@ pub(crate) struct SignIn {
     pub error: Option<String>,
 }
 
+/// The answer to a sign-in: it hands the session's CSRF token to the
+/// console's script, which keeps it and goes on to the approvals.
+#[derive(Template)]
+#[template(path = "console/signed_in.html")]
+pub(crate) struct SignedIn {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+}
+
+/// A page as a navigation gets it: nothing but the console's script,
+/// which fetches the page with the session's CSRF token and shows it.
+#[derive(Template)]
+#[template(path = "console/shell.html")]
+pub(crate) struct Shell {
+    pub nav: Option<Nav>,
+}
+
 /// The approval queue page.
 #[derive(Template)]
 #[template(path = "console/approvals.html")]
 pub(crate) struct Approvals {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub pending: Vec<Pending>,
 }
 
@@ -42,7 +56,6 @@ pub(crate) struct Approvals {
 #[derive(Template)]
 #[template(path = "console/queue.html")]
 pub(crate) struct Queue {
-    pub csrf: String,
     pub pending: Vec<Pending>,
 }
 
@@ -71,7 +84,6 @@ pub(crate) struct Problem {
 #[template(path = "console/grants.html")]
 pub(crate) struct Grants {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub rows: Vec<GrantRow>,
     pub skills: Vec<String>,
     pub servers: Vec<ServerColumn>,
@@ -159,7 +171,6 @@ impl GrantCell {
 #[template(path = "console/personas.html")]
 pub(crate) struct Personas {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub personas: Vec<PersonaView>,
     pub tokens: Vec<TokenView>,
     /// A token just minted: shown this once.
@@ -370,7 +381,6 @@ impl RunRow {
 #[template(path = "console/servers.html")]
 pub(crate) struct Servers {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub servers: Vec<ServerCard>,
 }
 
@@ -456,7 +466,6 @@ impl ServerCard {
 #[template(path = "console/skills.html")]
 pub(crate) struct Skills {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub skills: Vec<SkillCard>,
 }
 
@@ -572,7 +581,6 @@ fn permission_lines(p: &crate::Permissions) -> Vec<String> {
 #[template(path = "console/verified.html")]
 pub(crate) struct Verified {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub name: String,
     pub version: String,
     pub digest: String,
@@ -593,7 +601,7 @@ pub(crate) struct Verified {
 
 impl Verified {
     /// The view of an opened bundle.
-    pub fn of(b: &crate::OpenedBundle, csrf: String, nav: Option<Nav>) -> Verified {
+    pub fn of(b: &crate::OpenedBundle, nav: Option<Nav>) -> Verified {
         let (signer, trusted) = match &b.signer {
             crate::Signer::Unsigned => ("unsigned".to_string(), false),
             crate::Signer::Unknown { key_id } => (
@@ -617,7 +625,6 @@ impl Verified {
         };
         Verified {
             nav,
-            csrf,
             name: b.statement.name.clone(),
             version: b.statement.version.to_string(),
             digest: b.digest.clone(),
@@ -984,7 +991,6 @@ mod tests {
             duration_ms: None,
         };
         let html = Queue {
-            csrf: "c".into(),
             pending: vec![Pending::of(&record, None)],
         }
         .render()

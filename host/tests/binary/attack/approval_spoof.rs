@@ -85,9 +85,7 @@ fn bidi_and_zero_width_characters_in_arguments_show_as_escapes() {
             "the arguments' strings are not isolated"
         );
 
-        c.goto(&format!("{base}/runs/{waiting}"))
-            .await
-            .expect("the run");
+        crate::console::goto(&c, &format!("{base}/runs/{waiting}")).await;
         c.wait()
             .at_most(Duration::from_secs(10))
             .for_element(Locator::Css("pre.args"))

@@ -4,10 +4,13 @@
 
 mod approval_spoof;
 mod client;
+mod cookie_replay;
 mod http_lane;
 mod private_files;
 mod secrets;
 mod self_approval;
 mod sessions;
+mod sign_in_flood;
 mod slow_connections;
+mod upload_flood;
 mod waiting_runs;
