@@ -42,9 +42,12 @@ pub(crate) fn is_invisible(c: char) -> bool {
         | '\u{E0000}'..='\u{E0FFF}')
 }
 
-/// `text` with every character of [`is_invisible`] written as its JSON
-/// escape (`\u202e`; a pair of escapes beyond the first plane), so text
-/// shown for a decision (a waiting call's arguments) reads as what it is:
+/// `text` with every character that renders as nothing or reorders the
+/// text around it (bidi controls and marks, zero-width and other invisible
+/// format characters, blank fillers, tag characters, variation selectors)
+/// written as its JSON escape (`\u202e`; a pair of escapes beyond the
+/// first plane), so text shown for a decision (a waiting call's arguments)
+/// reads as what it is:
 /// `open invoice\u202efdp.exe`, not `open invoice"exe.pdf`. JSON text stays
 /// JSON meaning the same; other text reads the escape as written.
 ///
