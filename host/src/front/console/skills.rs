@@ -159,20 +159,6 @@ pub(super) async fn verify(
             "not signed in to the console (or the session ended): sign in again",
         ));
     };
-    let Some(reading) = st.console().uploads.reading() else {
-        let why = format!(
-            "too many uploads at once (at most {CONSOLE_MAX_CONCURRENT_UPLOADS}): try again when \
-             one has finished"
-        );
-        st.host().refused(&crate::Caller::Operator, "", WHAT, &why);
-        let nav = nav(&st, "skills").await;
-        return unread(problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(nav),
-            why,
-            "/skills",
-        ));
-    };
     let form = match axum::extract::Multipart::from_request(request, &st).await {
         Ok(f) => f,
         Err(e) => {
@@ -186,9 +172,23 @@ pub(super) async fn verify(
         }
     };
     let received = super::upload::receive(&st, &session, &headers, form).await;
-    let upload = match received {
+    let (upload, reading) = match received {
         Ok(u) => u,
         Err(Refusal::Token(why)) => return unread(refuse_form(&st, WHAT, why)),
+        Err(Refusal::Busy) => {
+            let why = format!(
+                "too many uploads at once (at most {CONSOLE_MAX_CONCURRENT_UPLOADS}): try again \
+                 when one has finished"
+            );
+            st.host().refused(&crate::Caller::Operator, "", WHAT, &why);
+            let nav = nav(&st, "skills").await;
+            return unread(problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(nav),
+                why,
+                "/skills",
+            ));
+        }
         Err(Refusal::Unread(why)) => {
             let nav = nav(&st, "skills").await;
             return unread(problem(

@@ -9,7 +9,8 @@
 //! only then is the bundle's part read, a piece at a time, into a
 //! [`BundleUpload`] (a file in the data dir with no name, refused past
 //! `MAX_ARCHIVE_BYTES`). At most [`CONSOLE_MAX_CONCURRENT_UPLOADS`] are
-//! read at once; one more is refused at once. Whatever ends an upload
+//! read at once, counted once the token is checked (a replayed cookie
+//! holds no place); one more is refused at once. Whatever ends an upload
 //! (a refusal, a dropped connection, the install), its file goes with it.
 
 use std::collections::VecDeque;
@@ -52,6 +53,9 @@ pub(crate) enum Refusal {
     /// The CSRF token is missing or not the session's: nothing more was
     /// read.
     Token(&'static str),
+    /// [`CONSOLE_MAX_CONCURRENT_UPLOADS`] are being read: nothing more was
+    /// read.
+    Busy,
     /// The body is not the form the console sends, or the bundle is too
     /// big, or the connection broke.
     Unread(String),
@@ -92,13 +96,16 @@ impl Uploads {
 }
 
 /// Reads the upload of a signed-in `session` (see the module docs): the
-/// CSRF token first, then the bundle into a [`BundleUpload`].
+/// CSRF token first, then, with a place among the uploads read at once
+/// (so a request without the token holds none), the bundle into a
+/// [`BundleUpload`]. The place is the caller's to hold while it verifies
+/// the bundle.
 pub(crate) async fn receive(
     st: &AppState,
     session: &Session,
     headers: &HeaderMap,
     mut form: Multipart,
-) -> Result<BundleUpload, Refusal> {
+) -> Result<(BundleUpload, Reading), Refusal> {
     let unread = |e: axum::extract::multipart::MultipartError| Refusal::Unread(e.body_text());
     let sent = match headers.get(CSRF_HEADER) {
         Some(v) => v.to_str().unwrap_or_default().to_string(),
@@ -125,6 +132,7 @@ pub(crate) async fn receive(
             "the form's CSRF token is not this session's: reload the page and try again",
         ));
     }
+    let reading = st.console().uploads.reading().ok_or(Refusal::Busy)?;
     let next = form.next_field().await.map_err(unread)?;
     let Some(mut bundle) = next.filter(|f| f.name() == Some("bundle")) else {
         return Err(Refusal::Unread("choose a .skill bundle to upload".into()));
@@ -143,5 +151,5 @@ pub(crate) async fn receive(
     if upload.is_empty() {
         return Err(Refusal::Unread("choose a .skill bundle to upload".into()));
     }
-    Ok(upload)
+    Ok((upload, reading))
 }

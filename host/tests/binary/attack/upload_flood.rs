@@ -5,7 +5,8 @@
 //! a flood of them leaves the server's peak memory where it was, uploads
 //! over the cap at once are refused saying so, their temporary files are
 //! gone when their clients are, and a real bundle still verifies and
-//! installs.
+//! installs; uploads with the cookie alone, stalled before their token,
+//! keep no one out.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -35,18 +36,26 @@ fn body_tail() -> String {
 /// sends its head and the CSRF token's part; the bundle's bytes are the
 /// caller's to send.
 fn begin_upload(port: u16, cookie: Option<&str>, csrf: &str, bundle_len: usize) -> TcpStream {
+    let mut s = upload_head(port, cookie, csrf.len(), bundle_len);
+    s.write_all(body_head(csrf).as_bytes())
+        .expect("send the token's part");
+    s
+}
+
+/// Opens an upload to `/skills/verify` and sends its HTTP head alone (a
+/// body of a `csrf_len`-byte token and `bundle_len` bundle bytes to come).
+fn upload_head(port: u16, cookie: Option<&str>, csrf_len: usize, bundle_len: usize) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
-    let head = body_head(csrf);
     let cookie = cookie
         .map(|c| format!("Cookie: {c}\r\n"))
         .unwrap_or_default();
     write!(
         s,
         "POST /skills/verify HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://127.0.0.1:{port}\r\n\
-         {cookie}Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n{head}",
-        head.len() + bundle_len + body_tail().len()
+         {cookie}Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        body_head(&"0".repeat(csrf_len)).len() + bundle_len + body_tail().len()
     )
     .expect("send the head");
     s
@@ -180,8 +189,13 @@ fn uploads_are_checked_before_their_bytes_are_read_and_capped() {
     );
 
     // Uploads at once: the cap's worth, signed in and stalled mid-bundle,
-    // each held in a temporary file with no name.
+    // each held in a temporary file with no name. Uploads with the cookie
+    // alone (a replayed one), stalled before their token, hold no place.
     const CAP: usize = 2;
+    let replayed: Vec<TcpStream> = (0..CAP)
+        .map(|_| upload_head(port, Some(&signed.cookie), 64, BIG))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
     let held: Vec<TcpStream> = (0..CAP)
         .map(|_| {
             let mut s = begin_upload(port, Some(&signed.cookie), &signed.csrf, BIG);
@@ -204,6 +218,7 @@ fn uploads_are_checked_before_their_bytes_are_read_and_capped() {
     assert!(got.contains("uploads at once"), "{got}");
     assert!(!refusals(&data, "uploads at once", 1).is_empty());
     // Their clients gone, so are their files.
+    drop(replayed);
     drop(held);
     drop(s);
     wait_until("the held uploads' files closed", || {
