@@ -81,11 +81,11 @@ fn main() -> anyhow::Result<()> {
     let addr = addr.ok_or_else(|| anyhow::anyhow!("the server printed no address"))?;
     let admin = std::fs::read_to_string(data.join("admin_token"))?;
     let mut conn = Conn::open(&addr)?;
-    let cookie = conn.sign_in(admin.trim())?;
+    let auth = conn.sign_in(admin.trim())?;
 
     // A waiting run's page (its detail: events, refs and invoked runs, read
     // through their indexes among 100k runs).
-    let queue = conn.get("/approvals", &cookie)?;
+    let queue = conn.get("/approvals", &auth)?;
     let run_page = queue
         .split("href=\"/runs/")
         .nth(1)
@@ -104,13 +104,13 @@ fn main() -> anyhow::Result<()> {
     // Warm-up, then rounds alternating the pages so drift hits all alike.
     for page in pages {
         for _ in 0..5 {
-            conn.get(page, &cookie)?;
+            conn.get(page, &auth)?;
         }
     }
     for _ in 0..rounds {
         for (i, page) in pages.iter().enumerate() {
             let start = Instant::now();
-            let body = conn.get(page, &cookie)?;
+            let body = conn.get(page, &auth)?;
             times[i].push(start.elapsed().as_secs_f64() * 1e3);
             if *page == "/approvals" {
                 anyhow::ensure!(
@@ -290,22 +290,31 @@ impl Conn {
         Ok((status, cookie, String::from_utf8(buf)?))
     }
 
+    /// Signs in: the headers the console's script sends with each page
+    /// (the session cookie and the CSRF token the sign-in hands it).
     fn sign_in(&mut self, token: &str) -> anyhow::Result<String> {
         let origin = format!("http://{}", self.addr);
-        let (status, cookie, _) = self.request(
+        let (status, cookie, body) = self.request(
             &format!(
                 "POST /sign-in HTTP/1.1\r\nOrigin: {origin}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
             ),
             &format!("token={token}"),
         )?;
-        anyhow::ensure!(status == 303, "sign-in answered {status}");
+        anyhow::ensure!(status == 200, "sign-in answered {status}");
         let cookie = cookie.ok_or_else(|| anyhow::anyhow!("no session cookie"))?;
-        Ok(cookie.split(';').next().unwrap_or_default().to_string())
+        let csrf = body
+            .split("data-csrf=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .ok_or_else(|| anyhow::anyhow!("the sign-in handed no CSRF token"))?;
+        Ok(format!(
+            "Cookie: {}\r\nX-Skillhost-Csrf: {csrf}\r\n",
+            cookie.split(';').next().unwrap_or_default()
+        ))
     }
 
-    fn get(&mut self, path: &str, cookie: &str) -> anyhow::Result<String> {
-        let (status, _, body) =
-            self.request(&format!("GET {path} HTTP/1.1\r\nCookie: {cookie}\r\n"), "")?;
+    fn get(&mut self, path: &str, auth: &str) -> anyhow::Result<String> {
+        let (status, _, body) = self.request(&format!("GET {path} HTTP/1.1\r\n{auth}"), "")?;
         anyhow::ensure!(status == 200, "GET {path} answered {status}");
         Ok(body)
     }

@@ -29,10 +29,48 @@ pub(crate) fn escape_control(text: &str, max_bytes: usize, keep_newlines: bool) 
     out
 }
 
-/// Characters that render as nothing or reorder text: zero-width and
-/// bidirectional controls.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+/// Characters that render as nothing, or reorder the text around them:
+/// bidirectional controls and marks, zero-width and other invisible
+/// format characters, fillers that show as blank, tag characters (text no
+/// one sees) and variation selectors (which can carry hidden bytes).
+pub(crate) fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// `text` with every character that renders as nothing or reorders the
+/// text around it (bidi controls and marks, zero-width and other invisible
+/// format characters, blank fillers, tag characters, variation selectors)
+/// written as its JSON escape (`\u202e`; a pair of escapes beyond the
+/// first plane), so text shown for a decision (a waiting call's arguments)
+/// reads as what it is:
+/// `open invoice\u202efdp.exe`, not `open invoice"exe.pdf`. JSON text stays
+/// JSON meaning the same; other text reads the escape as written.
+///
+/// ```
+/// assert_eq!(skillhost::reveal_invisible("pay\u{200B}pal"), "pay\\u200bpal");
+/// ```
+pub fn reveal_invisible(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::fmt::Write as _;
+    if !text.chars().any(is_invisible) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_invisible(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Lossily decodes captured bytes and escapes them.
@@ -74,5 +112,29 @@ mod tests {
     #[test]
     fn invisible_characters_are_escaped() {
         assert_eq!(escape_control("a\u{202E}b", 10, true), "a\\u{202e}b");
+    }
+
+    #[test]
+    fn invisible_characters_are_revealed_as_json_escapes() {
+        let spoof =
+            "open invoice\u{202E}fdp.exe \u{2066}x\u{2069} pay\u{200B}pal \u{E0041}\u{FE0F}";
+        let shown = reveal_invisible(spoof);
+        assert_eq!(
+            shown,
+            "open invoice\\u202efdp.exe \\u2066x\\u2069 pay\\u200bpal \\udb40\\udc41\\ufe0f"
+        );
+        assert!(!shown.chars().any(is_invisible));
+        // Inside a JSON string the escapes mean the same text.
+        let json = serde_json::to_string(&serde_json::json!({ "t": spoof })).expect("json");
+        let back: serde_json::Value =
+            serde_json::from_str(&reveal_invisible(&json)).expect("still JSON");
+        assert_eq!(back["t"], spoof);
+        // Plain text, Hebrew and emoji without selectors are left as they are.
+        for plain in ["a \"b\" c", "שלום", "日本語", "🙂"] {
+            assert!(matches!(
+                reveal_invisible(plain),
+                std::borrow::Cow::Borrowed(_)
+            ));
+        }
     }
 }

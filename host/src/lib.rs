@@ -100,9 +100,9 @@ pub use skill::{Skill, SkillError};
 pub use bundle::install::{InstallOptions, InstallOutcome, install_bundle};
 pub use bundle::trust::{KeyError, PublicKey, SecretKey};
 pub use bundle::{
-    BundleError, FileEntry, MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES, OpenedBundle,
-    PackError, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Signer, Statement, open_bundle,
-    pack_dir,
+    BundleError, BundleUpload, FileEntry, MAX_ARCHIVE_BYTES, MAX_ENTRIES, MAX_EXTRACTED_BYTES,
+    OpenedBundle, PackError, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Signer, Statement,
+    open_bundle, pack_dir,
 };
 
 // The sandbox and its limits.
@@ -154,3 +154,6 @@ pub use front::http::{
     api_router, raise_open_files_limit,
 };
 pub use front::mcp::{McpFront, StdioSessionError};
+
+// Text shown for a decision: invisible and bidi characters made visible.
+pub use escape::reveal_invisible;

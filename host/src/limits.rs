@@ -708,8 +708,37 @@ pub const CONSOLE_ARGS_PREVIEW_CHARS: usize = 600;
 
 /// Verified bundles the console keeps for an install the operator has not
 /// confirmed yet (one per session; the oldest goes beyond it): each may be
-/// up to 25 MiB (`MAX_ARCHIVE_BYTES`).
+/// up to 25 MiB (`MAX_ARCHIVE_BYTES`), in a temporary file of the data dir
+/// (an open file with no name), not in memory.
 pub const CONSOLE_MAX_UPLOADS: usize = 4;
+
+/// Bundle uploads the console reads at once: 2. An operator uploads one
+/// bundle at a time; each upload being read holds a file and, while it is
+/// verified, the bundle in memory (up to 25 MiB), so this bounds both.
+/// One more is refused at once, saying so.
+pub const CONSOLE_MAX_CONCURRENT_UPLOADS: usize = 2;
+
+/// The most an upload's `csrf` part may hold: 256 bytes (the token is 64
+/// hex digits). It is read before the bundle, so a longer one is refused
+/// without reading on.
+pub const CONSOLE_CSRF_PART_BYTES: usize = 256;
+
+/// Wrong console sign-ins one peer address may try within a
+/// [`CONSOLE_SIGN_IN_WINDOW`]: 10, room for an operator's typos. Past it
+/// every sign-in from that address is refused unchecked (the right token
+/// too: the admin token is not guessed through the throttle) until the
+/// window ends, and those refusals are counted in one audit event instead
+/// of a row each.
+pub const CONSOLE_SIGN_IN_ATTEMPTS: u32 = 10;
+
+/// The window of [`CONSOLE_SIGN_IN_ATTEMPTS`]: 60 s, short enough that an
+/// operator who mistyped waits a minute at most.
+pub const CONSOLE_SIGN_IN_WINDOW: Duration = Duration::from_secs(60);
+
+/// Peer addresses the sign-in throttle counts apart: 1024, more than ever
+/// reach a console. Past it the others share one count, so addresses made
+/// up by the thousand neither grow memory nor escape the throttle.
+pub const CONSOLE_SIGN_IN_PEERS: usize = 1024;
 
 /// The most form bytes a console POST may send (a sign-in token, a
 /// reason, a CSRF token): anything longer is not a console form.

@@ -569,6 +569,35 @@ impl Host {
         });
     }
 
+    /// Records in one `refused` event that `count` of `caller`'s requests
+    /// `what` from `peer` were refused, and why: a flood is counted, not
+    /// written a row each.
+    pub(crate) fn refused_repeatedly(
+        &self,
+        caller: &Caller,
+        what: &str,
+        why: &str,
+        peer: &str,
+        count: u64,
+    ) {
+        self.inner.emit(HostEvent {
+            at_ms: now_ms(),
+            kind: "refused".into(),
+            run_id: None,
+            persona: caller.persona_id().map(str::to_string),
+            tool: None,
+            server: None,
+            outcome: Some(Outcome::Denied),
+            duration_ms: None,
+            detail: serde_json::json!({
+                "request": what,
+                "reason": why,
+                "peer": peer,
+                "count": count,
+            }),
+        });
+    }
+
     /// One page of runs matching `filter`, newest first, and the cursor of
     /// the next page (pass it back as `filter.cursor`).
     ///

@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use super::{Host, lock};
 use crate::authority::Caller;
-use crate::bundle::OpenedBundle;
 use crate::bundle::install::{InstallOptions, InstallOutcome};
 use crate::bundle::trust::PublicKey;
+use crate::bundle::{BundleUpload, OpenedBundle};
 use crate::error::{CatalogError, PersonaError, StateError};
 use crate::registry::catalog::{HeldVersion, SkillSource};
 use crate::registry::{SkillInfo, SkillState};
@@ -263,6 +263,49 @@ impl Host {
     /// ```
     pub fn verify_bundle(&self, bytes: &[u8]) -> Result<OpenedBundle, CatalogError> {
         crate::bundle::install::verify(&self.inner.data, bytes)
+    }
+
+    /// A new, empty bundle upload: a private file in the data dir with no
+    /// name, written a piece at a time as the bundle arrives and gone with
+    /// its last handle (see [`BundleUpload`]). Verify it with
+    /// [`Host::verify_upload`], install it with [`Host::install_upload`].
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host) -> Result<(), skillhost::CatalogError> {
+    /// let mut upload = host.bundle_upload()?;
+    /// upload.write(&std::fs::read("greeter.skill").unwrap_or_default())?;
+    /// # Ok(()) }
+    /// ```
+    pub fn bundle_upload(&self) -> Result<BundleUpload, CatalogError> {
+        BundleUpload::create(&self.inner.data)
+    }
+
+    /// [`Host::verify_bundle`] of an upload.
+    ///
+    /// ```no_run
+    /// # fn f(host: skillhost::Host, upload: skillhost::BundleUpload) -> Result<(), skillhost::CatalogError> {
+    /// let bundle = host.verify_upload(&upload)?;
+    /// println!("{}", bundle.digest);
+    /// # Ok(()) }
+    /// ```
+    pub fn verify_upload(&self, upload: &BundleUpload) -> Result<OpenedBundle, CatalogError> {
+        self.verify_bundle(&upload.bytes()?)
+    }
+
+    /// [`Host::install_bundle`] of an upload.
+    ///
+    /// ```no_run
+    /// # async fn f(host: skillhost::Host, upload: skillhost::BundleUpload) -> Result<(), skillhost::CatalogError> {
+    /// let out = host.install_upload(&upload, Default::default()).await?;
+    /// println!("installed {}@{}", out.name, out.version);
+    /// # Ok(()) }
+    /// ```
+    pub async fn install_upload(
+        &self,
+        upload: &BundleUpload,
+        options: InstallOptions,
+    ) -> Result<InstallOutcome, CatalogError> {
+        self.install_bundle(&upload.bytes()?, options).await
     }
 
     /// Installs a bundle from its bytes (atomic: on any refusal nothing is

@@ -10,6 +10,7 @@ pub(crate) mod install;
 mod pack;
 mod statement;
 pub(crate) mod trust;
+mod upload;
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ use sha2::{Digest, Sha256};
 pub(crate) use pack::is_packed;
 pub use pack::{PackError, pack_dir};
 pub use statement::{FileEntry, SIGNATURE_PATH, STATEMENT_FORMAT, STATEMENT_PATH, Statement};
+pub use upload::BundleUpload;
 
 use crate::bundle::trust::PublicKey;
 

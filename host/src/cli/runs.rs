@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::{open_host, print_report};
-use skillhost::{RunFilter, RunRecord};
+use skillhost::{RunFilter, RunRecord, reveal_invisible};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum RunsCommand {
@@ -113,8 +113,10 @@ pub(super) enum RefsCommand {
     },
 }
 
+/// A run's line, invisible and bidi characters shown as escapes (a
+/// waiting call's persona, tool or error reads as what it is).
 fn line(r: &RunRecord) -> String {
-    format!(
+    let line = format!(
         "{:<29} {:<18} {:<16} {:<24} {:<22} {:>7}  {}",
         r.run_id,
         r.outcome.as_str(),
@@ -125,7 +127,14 @@ fn line(r: &RunRecord) -> String {
             .map(|d| format!("{d}ms"))
             .unwrap_or_else(|| "-".into()),
         r.error.as_deref().unwrap_or("")
-    )
+    );
+    reveal_invisible(&line).into_owned()
+}
+
+/// `value` as pretty JSON, invisible and bidi characters written as JSON
+/// escapes: the same JSON, readable on a terminal.
+fn json_text(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    Ok(reveal_invisible(&serde_json::to_string_pretty(value)?).into_owned())
 }
 
 pub(super) async fn runs(
@@ -158,7 +167,7 @@ pub(super) async fn runs(
                 eprintln!("more runs: `--cursor {next}` lists the next page");
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&runs)?);
+                println!("{}", json_text(&runs)?);
             } else if runs.is_empty() {
                 println!("no runs");
             } else {
@@ -181,12 +190,12 @@ pub(super) async fn runs(
                 eprintln!("more events: `--cursor {next}` lists the next page");
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&page.events)?);
+                println!("{}", json_text(&page.events)?);
             } else if page.events.is_empty() {
                 println!("no events");
             } else {
                 for e in &page.events {
-                    println!(
+                    let line = format!(
                         "{:<14} {:<22} {:<16} {:<24} {}",
                         e.at_ms,
                         e.kind,
@@ -194,6 +203,7 @@ pub(super) async fn runs(
                         e.tool.as_deref().or(e.server.as_deref()).unwrap_or("-"),
                         e.detail
                     );
+                    println!("{}", reveal_invisible(&line));
                 }
             }
         }
@@ -202,7 +212,7 @@ pub(super) async fn runs(
                 anyhow::bail!("there is no run {id:?} (`skillhost runs list` shows runs)");
             };
             if json {
-                println!("{}", serde_json::to_string_pretty(&detail)?);
+                println!("{}", json_text(&detail)?);
             } else {
                 let run = &detail.run;
                 println!("run       {}", run.run_id);
@@ -214,8 +224,8 @@ pub(super) async fn runs(
                     "persona   {}",
                     run.persona.as_deref().unwrap_or("(operator)")
                 );
-                println!("tool      {}", run.tool);
-                println!("server    {}", run.server);
+                println!("tool      {}", reveal_invisible(&run.tool));
+                println!("server    {}", reveal_invisible(&run.server));
                 if let Some(d) = run.duration_ms {
                     println!("duration  {d} ms");
                 }
@@ -223,7 +233,7 @@ pub(super) async fn runs(
                     println!("parent    {p}");
                 }
                 if let Some(a) = &run.args {
-                    println!("args      {a}");
+                    println!("args      {}", reveal_invisible(&a.to_string()));
                 }
                 for r in &detail.refs {
                     match &r.stored {
@@ -235,13 +245,14 @@ pub(super) async fn runs(
                     }
                 }
                 if let Some(e) = &run.error {
-                    println!("error     {e}");
+                    println!("error     {}", reveal_invisible(e));
                 }
                 for c in &detail.children {
                     println!("invoked   {} {} {}", c.run_id, c.tool, c.outcome);
                 }
                 for e in &detail.events {
-                    println!("event     {} {} {}", e.at_ms / 1000, e.kind, e.detail);
+                    let line = format!("event     {} {} {}", e.at_ms / 1000, e.kind, e.detail);
+                    println!("{}", reveal_invisible(&line));
                 }
             }
         }
@@ -271,7 +282,7 @@ pub(super) async fn runs(
                         q.persona.as_deref().unwrap_or("the operator"),
                         (q.expires_at - now).max(0) / 1000
                     );
-                    println!("    {}", q.message);
+                    println!("    {}", reveal_invisible(&q.message));
                     println!("    form: {}", q.schema);
                 }
                 println!("answer with `skillhost runs answer ID --accept '{{…}}'` or `--decline`");

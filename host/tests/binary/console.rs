@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 /// Persona `support` granted text-tools (`text.regex_replace` needs
 /// confirmation); its token.
-fn data_dir(work: &Path) -> (PathBuf, String) {
+pub(crate) fn data_dir(work: &Path) -> (PathBuf, String) {
     let data = local_skills_data(work, false);
     for args in [
         &["skills", "trust", "text-tools"][..],
@@ -44,12 +44,12 @@ fn data_dir(work: &Path) -> (PathBuf, String) {
     (data, token)
 }
 
-fn start(data: &Path) -> HttpServer {
+pub(crate) fn start(data: &Path) -> HttpServer {
     // Calls that need confirmation wait for the operator (the console).
     start_http_with(data, 5, &["--no-elicitation"])
 }
 
-fn admin_token(data: &Path) -> String {
+pub(crate) fn admin_token(data: &Path) -> String {
     std::fs::read_to_string(data.join("admin_token"))
         .expect("admin token")
         .trim()
@@ -57,14 +57,14 @@ fn admin_token(data: &Path) -> String {
 }
 
 /// A response: status, headers (lower-case names) and body.
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
+pub(crate) struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -73,7 +73,7 @@ impl Reply {
 }
 
 /// One HTTP/1.1 request with a form body (when `form` is given).
-fn request(
+pub(crate) fn request(
     port: u16,
     method: &str,
     path: &str,
@@ -116,19 +116,58 @@ fn request(
     }
 }
 
-/// The CSRF token of the signed-in page at `path`.
-fn csrf_of(port: u16, cookie: &str, path: &str) -> String {
-    let r = request(port, "GET", path, &[("Cookie", cookie)], None);
-    assert_eq!(r.status, 200, "{}", r.body);
-    let at = r
-        .body
-        .find("name=\"csrf\" value=\"")
-        .expect("a form with a CSRF token")
-        + 19;
-    r.body[at..at + 64].to_string()
+/// A signed-in page at `path`, fetched as the console's script fetches
+/// it (the cookie and the CSRF token in its header).
+pub(crate) fn page(port: u16, signed: &Signed, path: &str) -> Reply {
+    request(
+        port,
+        "GET",
+        path,
+        &[
+            ("Cookie", signed.cookie.as_str()),
+            ("X-Skillhost-Csrf", signed.csrf.as_str()),
+        ],
+        None,
+    )
 }
 
-fn events(data: &Path) -> Vec<Value> {
+/// The CSRF token a sign-in's answer hands the console's script.
+fn handed_csrf(body: &str) -> String {
+    let at = body
+        .find("data-csrf=\"")
+        .unwrap_or_else(|| panic!("the sign-in hands no token: {body}"))
+        + 11;
+    body[at..at + 64].to_string()
+}
+
+/// A signed-in console session over raw HTTP: its cookie (`name=value`)
+/// and its CSRF token, as the sign-in hands them to the console's script.
+pub(crate) struct Signed {
+    pub cookie: String,
+    pub csrf: String,
+}
+
+/// Signs in to the console on `port` with the admin token.
+pub(crate) fn sign_in(port: u16, admin: &str) -> Signed {
+    let origin = format!("http://127.0.0.1:{port}");
+    let r = request(
+        port,
+        "POST",
+        "/sign-in",
+        &[("Origin", &origin)],
+        Some(&format!("token={admin}")),
+    );
+    let cookie = r
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .unwrap_or_else(|| panic!("no session: {} {}", r.status, r.body))
+        .to_string();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let csrf = handed_csrf(&r.body);
+    Signed { cookie, csrf }
+}
+
+pub(crate) fn events(data: &Path) -> Vec<Value> {
     let o = skillhost(data, &["runs", "events", "--json", "--limit", "500"]);
     assert!(o.status.success(), "{}", stderr(&o));
     serde_json::from_str::<Value>(&stdout(&o))
@@ -140,7 +179,7 @@ fn events(data: &Path) -> Vec<Value> {
 
 /// The refusals recorded whose text mentions `what`: waits (bounded) for
 /// `at_least` (the writer commits them within a group commit).
-fn refusals(data: &Path, what: &str, at_least: usize) -> Vec<Value> {
+pub(crate) fn refusals(data: &Path, what: &str, at_least: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let found: Vec<Value> = events(data)
@@ -237,7 +276,9 @@ fn console_sign_in_csrf_and_headers_hold() {
     assert_eq!(r.status, 403);
     assert!(r.header("set-cookie").is_none());
 
-    // The admin token signs in: the cookie's flags.
+    // The admin token signs in: the cookie's flags, and the CSRF token
+    // handed to the console's script (in the answer's page, never the
+    // admin token).
     let r = request(
         port,
         "POST",
@@ -245,13 +286,23 @@ fn console_sign_in_csrf_and_headers_hold() {
         &[("Origin", &origin)],
         Some(&format!("token={admin}")),
     );
-    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        !r.body.contains(&admin),
+        "the sign-in shows the admin token"
+    );
+    let csrf = handed_csrf(&r.body);
     let set = r.header("set-cookie").expect("a cookie").to_string();
     for flag in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age="] {
         assert!(set.contains(flag), "{set}");
     }
     assert!(!set.contains(&admin), "the cookie is not the token");
+    assert!(!set.contains(&csrf), "the cookie is not the CSRF token");
     let cookie = set.split(';').next().expect("name=value").to_string();
+    let signed = Signed {
+        cookie: cookie.clone(),
+        csrf: csrf.clone(),
+    };
     // Behind a TLS proxy the cookie is Secure.
     let r = request(
         port,
@@ -265,11 +316,27 @@ fn console_sign_in_csrf_and_headers_hold() {
             .is_some_and(|c| c.contains("; Secure"))
     );
 
-    // Signed in: the page never shows the token.
+    // The cookie alone gets the empty shell (its script fetches the page);
+    // with the token, the page. Neither shows a token.
     let r = request(port, "GET", "/approvals", &[("Cookie", &cookie)], None);
     assert_eq!(r.status, 200);
+    assert!(r.body.contains("id=\"console-shell\""), "{}", r.body);
+    assert!(!r.body.contains("Nothing is waiting"), "{}", r.body);
+    assert!(!r.body.contains(&csrf) && !r.body.contains(&admin));
+    let r = page(port, &signed, "/approvals");
+    assert_eq!(r.status, 200);
     assert!(r.body.contains("Nothing is waiting"), "{}", r.body);
-    assert!(!r.body.contains(&admin));
+    assert!(!r.body.contains(&csrf) && !r.body.contains(&admin));
+    // A wrong token in the header is refused, and audited.
+    let r = request(
+        port,
+        "GET",
+        "/approvals",
+        &[("Cookie", &cookie), ("X-Skillhost-Csrf", &"0".repeat(64))],
+        None,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(!refusals(&data, "console page", 1).is_empty());
 
     // A waiting call to decide.
     let waiting = persona_call(
@@ -280,7 +347,6 @@ fn console_sign_in_csrf_and_headers_hold() {
 
     // Forms without the session's CSRF token, or from another site, do
     // nothing.
-    let csrf = csrf_of(port, &cookie, "/approvals");
     for (headers, form) in [
         (
             vec![("Cookie", cookie.as_str()), ("Origin", origin.as_str())],
@@ -353,13 +419,7 @@ fn console_sign_in_csrf_and_headers_hold() {
     );
     assert_eq!(r.status, 409, "{}", r.body);
     // A run that does not exist.
-    let r = request(
-        port,
-        "GET",
-        "/runs/run_%3Cscript%3E",
-        &[("Cookie", &cookie)],
-        None,
-    );
+    let r = page(port, &signed, "/runs/run_%3Cscript%3E");
     assert_eq!(r.status, 404);
     assert!(!r.body.contains("<script>"), "{}", r.body);
 
@@ -376,15 +436,17 @@ fn console_sign_in_csrf_and_headers_hold() {
         r.header("set-cookie")
             .is_some_and(|c| c.contains("Max-Age=0"))
     );
+    assert_eq!(r.header("clear-site-data"), Some("\"storage\""));
     let r = request(port, "GET", "/approvals", &[("Cookie", &cookie)], None);
     assert_eq!(r.status, 303);
     assert_eq!(r.header("location"), Some("/sign-in"));
+    assert_eq!(page(port, &signed, "/approvals").status, 401);
     drop(server);
 }
 
 /// Calls `text.regex_replace` as persona `support` with the Python SDK
 /// client; the call waits for approval: its run id.
-fn persona_call(port: u16, token: &str, args: Value) -> String {
+pub(crate) fn persona_call(port: u16, token: &str, args: Value) -> String {
     let calls = json!([{"tool": "text.regex_replace", "args": args}]);
     let o = Command::new(python())
         .arg(repo().join("tests/peers/http_calls.py"))
@@ -461,14 +523,14 @@ fn start_driver() -> Driver {
 
 /// chromedriver, a runtime to drive it from, and a fresh Chromium profile
 /// under the test's work folder.
-struct Chromium {
+pub(crate) struct Chromium {
     driver: Driver,
-    rt: tokio::runtime::Runtime,
+    pub rt: tokio::runtime::Runtime,
     profile: PathBuf,
 }
 
 impl Chromium {
-    fn start(work: &Path) -> Chromium {
+    pub(crate) fn start(work: &Path) -> Chromium {
         Chromium {
             driver: start_driver(),
             rt: tokio::runtime::Builder::new_current_thread()
@@ -480,7 +542,7 @@ impl Chromium {
     }
 
     /// A new browser session.
-    async fn open(&self) -> fantoccini::Client {
+    pub(crate) async fn open(&self) -> fantoccini::Client {
         browser(&self.driver, &self.profile).await
     }
 }
@@ -534,7 +596,7 @@ fn an_operator_approves_in_chromium() {
         let base = format!("http://127.0.0.1:{port}");
 
         // Sign in.
-        c.goto(&format!("{base}/")).await.expect("open the console");
+        goto(&c, &format!("{base}/")).await;
         assert!(c.current_url().await.expect("url").path().ends_with("/sign-in"));
         shot(&c, "sign-in").await;
         let token = c.find(Locator::Css("#token")).await.expect("the token field");
@@ -603,7 +665,7 @@ fn an_operator_approves_in_chromium() {
 
         // Deny with a reason, typed while the queue redraws itself live.
         let second = persona_call(port, &persona_token, json!({"text": "b", "pattern": "b", "replacement": "#"}));
-        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        goto(&c, &format!("{base}/approvals")).await;
         c.wait()
             .at_most(Duration::from_secs(5))
             .for_element(Locator::Id(&second))
@@ -643,7 +705,7 @@ fn an_operator_approves_in_chromium() {
         assert_ne!(c.title().await.expect("title"), "pwned");
         shot(&c, "run-denied").await;
         // The third, denied without a reason.
-        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        goto(&c, &format!("{base}/approvals")).await;
         click_live(&c, &format!("deny-{third}")).await;
         let error = c
             .wait()
@@ -657,7 +719,7 @@ fn an_operator_approves_in_chromium() {
         assert_eq!(error, "denied (operator:console)");
 
         // The runs page: the call in the last hour's chart and the list.
-        c.goto(&format!("{base}/runs")).await.expect("runs");
+        goto(&c, &format!("{base}/runs")).await;
         let bars = c.find_all(Locator::Css("svg.minutes rect.ok")).await.expect("bars");
         assert_eq!(bars.len(), 1, "one minute with an ok call");
         let denied = c.find_all(Locator::Css("svg.minutes rect.denied")).await.expect("bars");
@@ -669,7 +731,7 @@ fn an_operator_approves_in_chromium() {
         shot(&c, "runs-activity").await;
 
         // The queue empties, live.
-        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        goto(&c, &format!("{base}/approvals")).await;
         c.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css("p.empty")).await.expect("empty queue");
 
         // A narrow window still reads: nothing wider than the viewport.
@@ -684,7 +746,9 @@ fn an_operator_approves_in_chromium() {
         // Sign out: back to the sign-in, and the pages are closed again.
         c.find(Locator::Css("form.sign-out button")).await.expect("sign out").click().await.expect("click");
         c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#token")).await.expect("the sign-in page");
-        c.goto(&format!("{base}/approvals")).await.expect("approvals");
+        let kept = c.execute("return localStorage.length", vec![]).await.expect("read the storage");
+        assert_eq!(kept, json!(0), "the session's token outlives the sign-out");
+        goto(&c, &format!("{base}/approvals")).await;
         assert!(c.current_url().await.expect("url").path().ends_with("/sign-in"));
         c.close().await.expect("close the browser");
     });
@@ -791,11 +855,9 @@ fn tools_of(v: &Value) -> Vec<String> {
         .collect()
 }
 
-async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &str) {
+pub(crate) async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &str) {
     use fantoccini::Locator;
-    c.goto(&format!("{base}/sign-in"))
-        .await
-        .expect("sign-in page");
+    goto(c, &format!("{base}/sign-in")).await;
     c.find(Locator::Css("#token"))
         .await
         .expect("field")
@@ -834,7 +896,7 @@ fn grants_and_tokens_change_from_chromium() {
         sign_in_browser(&c, &base, &admin).await;
 
         // The matrix: support has text-tools, not json-tools.
-        c.goto(&format!("{base}/grants")).await.expect("grants");
+        goto(&c, &format!("{base}/grants")).await;
         let cell = |name: &'static str| {
             let c = c.clone();
             async move {
@@ -911,7 +973,7 @@ fn grants_and_tokens_change_from_chromium() {
         );
 
         // Personas: create one, mint its token (shown once), revoke it.
-        c.goto(&format!("{base}/personas")).await.expect("personas");
+        goto(&c, &format!("{base}/personas")).await;
         c.find(Locator::Id("new-persona"))
             .await
             .expect("field")
@@ -976,7 +1038,7 @@ fn grants_and_tokens_change_from_chromium() {
         );
         shot(&c, "personas").await;
         // Shown once: the page again does not have it.
-        c.goto(&format!("{base}/personas")).await.expect("personas");
+        goto(&c, &format!("{base}/personas")).await;
         assert!(!c.source().await.expect("source").contains(&token));
         let o = skillhost(&data, &["tokens", "list", "--json"]);
         let tokens: Value = serde_json::from_str(&stdout(&o)).expect("tokens JSON");
@@ -1006,9 +1068,7 @@ fn grants_and_tokens_change_from_chromium() {
         );
 
         // The runs list and its filter.
-        c.goto(&format!("{base}/runs?outcome=ok&persona=%3Cscript%3E"))
-            .await
-            .expect("runs");
+        goto(&c, &format!("{base}/runs?outcome=ok&persona=%3Cscript%3E")).await;
         assert!(c.find(Locator::Css("p.empty")).await.is_ok());
         shot(&c, "runs").await;
         c.close().await.expect("close the browser");
@@ -1054,6 +1114,30 @@ async fn text_of(c: &fantoccini::Client, id: &str) -> String {
     .to_string()
 }
 
+/// Opens a console page and waits (bounded) until its script has shown
+/// it: a navigation gets the empty shell first.
+pub(crate) async fn goto(c: &fantoccini::Client, url: &str) {
+    c.goto(url)
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = c
+            .execute(
+                "return document.readyState === 'complete' && \
+                 document.documentElement.dataset.console === 'ready'",
+                vec![],
+            )
+            .await
+            .unwrap_or(json!(false));
+        if ready == json!(true) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url} was not shown within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Clicks a form's button and waits (bounded) until the page it leads to
 /// has loaded: a navigation right after a click could cancel the POST,
 /// and a check right after it could read the page it leaves.
@@ -1066,7 +1150,8 @@ async fn submit(c: &fantoccini::Client, button: fantoccini::elements::Element) {
     loop {
         let done = c
             .execute(
-                "return window.__before_submit === undefined && document.readyState === 'complete'",
+                "return window.__before_submit === undefined && document.readyState === 'complete' \
+                 && document.documentElement.dataset.console === 'ready'",
                 vec![],
             )
             .await
@@ -1137,7 +1222,7 @@ fn servers_show_failure_stderr_and_drift_in_chromium() {
         ) -> String {
             let deadline = Instant::now() + Duration::from_secs(30);
             loop {
-                c.goto(&format!("{base}/servers")).await.expect("servers");
+                goto(c, &format!("{base}/servers")).await;
                 let html = c.source().await.expect("source");
                 if check(&html) {
                     return html;
@@ -1226,26 +1311,14 @@ fn skills_page_acts_through_the_host_and_refuses_what_it_cannot() {
     let server = start(&data);
     let port = server.port;
     let origin = format!("http://127.0.0.1:{port}");
-    let admin = admin_token(&data);
-    let r = request(
-        port,
-        "POST",
-        "/sign-in",
-        &[("Origin", &origin)],
-        Some(&format!("token={admin}")),
-    );
-    let cookie = r
-        .header("set-cookie")
-        .and_then(|c| c.split(';').next())
-        .expect("a session")
-        .to_string();
-    let csrf = csrf_of(port, &cookie, "/skills");
-    let page = request(port, "GET", "/skills", &[("Cookie", &cookie)], None);
+    let signed = sign_in(port, &admin_token(&data));
+    let (cookie, csrf) = (signed.cookie.clone(), signed.csrf.clone());
+    let skills = page(port, &signed, "/skills");
     assert!(
-        page.body.contains("id=\"skill-json-tools\"")
-            && page.body.contains("id=\"skill-text-tools\""),
+        skills.body.contains("id=\"skill-json-tools\"")
+            && skills.body.contains("id=\"skill-text-tools\""),
         "{}",
-        page.body
+        skills.body
     );
     let post = |path: &str, form: String| {
         request(
@@ -1302,7 +1375,7 @@ fn skills_page_acts_through_the_host_and_refuses_what_it_cannot() {
 }
 
 /// The hostile test skill (not a built-in) packed, unsigned, at `version`.
-fn hostile_bundle(work: &Path, version: &str) -> PathBuf {
+pub(crate) fn hostile_bundle(work: &Path, version: &str) -> PathBuf {
     use skillhost_test_plugins as art;
     let dir = work.join(format!("hostile-{version}"));
     std::fs::create_dir_all(&dir).expect("mkdir");
@@ -1339,7 +1412,7 @@ fn a_bundle_is_verified_installed_rolled_back_and_uninstalled_from_chromium() {
         sign_in_browser(&c, &base, &admin).await;
 
         async fn upload(c: &fantoccini::Client, base: &str, file: &Path) {
-            c.goto(&format!("{base}/skills")).await.expect("skills");
+            goto(c, &format!("{base}/skills")).await;
             c.find(Locator::Id("bundle"))
                 .await
                 .expect("file field")
@@ -1376,7 +1449,7 @@ fn a_bundle_is_verified_installed_rolled_back_and_uninstalled_from_chromium() {
         upload(&c, &base, &tampered).await;
         let source = c.source().await.expect("source");
         assert!(source.contains("the bundle was refused"), "{source}");
-        c.goto(&format!("{base}/skills")).await.expect("skills");
+        goto(&c, &format!("{base}/skills")).await;
         assert!(card_text(&c).await.is_empty());
 
         // Verify, see what it is, then install.
@@ -1442,5 +1515,69 @@ fn a_bundle_is_verified_installed_rolled_back_and_uninstalled_from_chromium() {
     });
     let o = skillhost(&data, &["skills", "list", "--json"]);
     assert!(!stdout(&o).contains("\"hostile\""), "{}", stdout(&o));
+    drop(server);
+}
+
+/// A signed-in page's live stream ends when its session does: at sign-out
+/// (a copy of the cookie kept elsewhere hears nothing more).
+#[test]
+fn the_live_stream_ends_at_sign_out() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    let server = start(&data);
+    let port = server.port;
+    let origin = format!("http://127.0.0.1:{port}");
+    let signed = sign_in(port, &admin_token(&data));
+    let mut live = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        live,
+        "GET /live HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {}\r\nX-Skillhost-Csrf: {}\r\n\
+         Connection: close\r\n\r\n",
+        signed.cookie, signed.csrf
+    )
+    .expect("send");
+    live.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&seen).contains("event: approvals") {
+        assert!(
+            Instant::now() < deadline,
+            "no live event within 10 s: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        if let Ok(n) = live.read(&mut buf) {
+            assert!(n > 0, "the stream ended before its first event");
+            seen.extend_from_slice(&buf[..n]);
+        }
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+
+    let r = request(
+        port,
+        "POST",
+        "/sign-out",
+        &[("Cookie", &signed.cookie), ("Origin", &origin)],
+        Some(&format!("csrf={}", signed.csrf)),
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let signed_out = Instant::now();
+    loop {
+        match live.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+        assert!(
+            signed_out.elapsed() < Duration::from_secs(3),
+            "the live stream still runs 3 s after its session signed out"
+        );
+    }
     drop(server);
 }

@@ -43,17 +43,15 @@ async fn pending(st: &AppState) -> Result<Vec<Pending>, Response> {
 
 /// `GET /approvals`.
 pub(super) async fn page(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
     let pending = match pending(&st).await {
         Ok(p) => p,
         Err(r) => return r,
     };
-    let nav = nav(&st, &session, "approvals").await;
+    let nav = nav(&st, "approvals").await;
     render(&views::Approvals {
-        csrf: session.csrf.clone(),
         nav: Some(nav),
         pending,
     })
@@ -61,15 +59,13 @@ pub(super) async fn page(State(st): State<AppState>, headers: HeaderMap) -> Resp
 
 /// The queue alone, for the page's live update.
 pub(super) async fn queue(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
+    match signed_in(&st, &headers) {
+        Ok(_) => {}
+        Err(refused) if refused.status() == StatusCode::FORBIDDEN => return refused,
         Err(_) => return StatusCode::UNAUTHORIZED.into_response(),
-    };
+    }
     match pending(&st).await {
-        Ok(pending) => render(&views::Queue {
-            csrf: session.csrf,
-            pending,
-        }),
+        Ok(pending) => render(&views::Queue { pending }),
         Err(r) => r,
     }
 }
@@ -81,15 +77,14 @@ pub(super) async fn approve(
     form: FormOf<CsrfForm>,
 ) -> Response {
     let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console approve") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &csrf, "console approve") {
+        return r;
+    }
     let report = st
         .host()
         .approve_by(&run_id, &Decider::operator("console"))
         .await;
-    let nav = nav(&st, &session, "approvals").await;
+    let nav = nav(&st, "approvals").await;
     match report {
         Ok(report) => {
             let output = report
@@ -125,10 +120,9 @@ pub(super) async fn deny(
     form: FormOf<DenyForm>,
 ) -> Response {
     let (csrf, reason) = form.map(|f| (f.0.csrf, f.0.reason)).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console deny") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &csrf, "console deny") {
+        return r;
+    }
     let host = st.host().clone();
     let id = run_id.clone();
     let denied = change(move || {
@@ -136,7 +130,7 @@ pub(super) async fn deny(
             .map_err(failure)
     })
     .await;
-    let nav = nav(&st, &session, "approvals").await;
+    let nav = nav(&st, "approvals").await;
     match denied {
         Ok(_) => {
             show_run(
@@ -157,11 +151,10 @@ pub(super) async fn run(
     headers: HeaderMap,
     Path(run_id): Path<String>,
 ) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let nav = nav(&st, &session, "runs").await;
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
+    let nav = nav(&st, "runs").await;
     show_run(&st, nav, &run_id, None, None).await
 }
 

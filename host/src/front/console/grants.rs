@@ -18,10 +18,9 @@ use crate::front::http::AppState;
 
 /// `GET /grants`.
 pub(super) async fn matrix(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
     let host = st.host().clone();
     let built = blocking(move || {
         let personas = host.personas().map_err(|e| e.to_string())?;
@@ -86,7 +85,7 @@ pub(super) async fn matrix(State(st): State<AppState>, headers: HeaderMap) -> Re
         Ok((rows, skills, servers))
     })
     .await;
-    let nav = nav(&st, &session, "grants").await;
+    let nav = nav(&st, "grants").await;
     shown(
         built,
         nav,
@@ -95,7 +94,6 @@ pub(super) async fn matrix(State(st): State<AppState>, headers: HeaderMap) -> Re
         |nav, (rows, skills, servers)| {
             page(&views::Grants {
                 nav: Some(nav),
-                csrf: session.csrf.clone(),
                 rows,
                 skills,
                 servers,
@@ -136,12 +134,11 @@ pub(super) async fn change(
     let Ok(axum::Form(change)) = form else {
         return unread_form(&st, &headers, "console grant");
     };
-    let session = match form_session(&st, &headers, &change.csrf, "console grant") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &change.csrf, "console grant") {
+        return r;
+    }
     if matches!(change.kind, Kind::Mcp) && !st.host().mcp().is_ready() {
-        let nav = nav(&st, &session, "grants").await;
+        let nav = nav(&st, "grants").await;
         return problem(
             StatusCode::SERVICE_UNAVAILABLE,
             Some(nav),
@@ -161,5 +158,5 @@ pub(super) async fn change(
             .map_err(failure),
     })
     .await;
-    after(&st, &session, done, "/grants").await
+    after(&st, done, "/grants").await
 }

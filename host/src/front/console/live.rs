@@ -4,8 +4,11 @@
 //! without a reload. The stream looks at the queue every
 //! [`CONSOLE_LIVE_POLL`] (an indexed count and the newest waiting run),
 //! says nothing while nothing changes but a comment every
-//! [`KEEP_ALIVE`], and ends with the server's shutdown or its client.
-//! At most [`CONSOLE_MAX_LIVE_STREAMS`] are open at once.
+//! [`KEEP_ALIVE`], and ends with the server's shutdown, its client, or its
+//! session (signed out, or expired). Like a page, it needs the session's
+//! CSRF token in its header, so the console's script reads it with a
+//! fetch (not an `EventSource`, which cannot send one). At most
+//! [`CONSOLE_MAX_LIVE_STREAMS`] are open at once.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -25,9 +28,17 @@ use crate::limits::{CONSOLE_LIVE_POLL, CONSOLE_MAX_LIVE_STREAMS};
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub(super) async fn live(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    if st.console_sessions().find(&headers).is_none() {
-        return (StatusCode::UNAUTHORIZED, "sign in to the console first").into_response();
-    }
+    let session = match super::signed_in(&st, &headers) {
+        Ok(s) => s,
+        Err(refused) if refused.status() == StatusCode::FORBIDDEN => return refused,
+        Err(_) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "sign in to the console first (the console's script reads this stream)",
+            )
+                .into_response();
+        }
+    };
     let Some(slot) = st.console_live_slot(CONSOLE_MAX_LIVE_STREAMS) else {
         let why = format!(
             "too many console live streams (at most {CONSOLE_MAX_LIVE_STREAMS}): close a tab"
@@ -75,7 +86,12 @@ pub(super) async fn live(State(st): State<AppState>, headers: HeaderMap) -> Resp
             }
             if let Some(frame) = frame {
                 quiet_since = Instant::now();
-                if tx.send(frame).await.is_err() {
+                let sent = tokio::select! {
+                    r = tx.send(frame) => r.is_ok(),
+                    () = session.closed() => false,
+                    () = stopping.cancelled() => false,
+                };
+                if !sent {
                     return;
                 }
             }
@@ -83,6 +99,7 @@ pub(super) async fn live(State(st): State<AppState>, headers: HeaderMap) -> Resp
                 () = tokio::time::sleep(CONSOLE_LIVE_POLL) => {}
                 () = stopping.cancelled() => return,
                 () = tx.closed() => return,
+                () = session.closed() => return,
             }
         }
     });

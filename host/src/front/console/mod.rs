@@ -5,22 +5,30 @@
 //! cannot name a field that does not exist, and HTML-escaped by default,
 //! so a tool argument, a description or a server's stderr is always shown
 //! as text. No page inserts a string as HTML and no link leaves our own
-//! routes. Core actions are plain forms that work without JavaScript;
-//! `static/console.js` only keeps the approval queue and the badge live
-//! (an `EventSource` on `/live`). CSS and JS are ours, embedded in the
-//! binary.
+//! routes. CSS and JS are ours, embedded in the binary.
 //!
 //! Every console response carries a strict `Content-Security-Policy` (no
 //! inline script or style, nothing from elsewhere, `frame-ancestors
 //! 'none'`), `X-Content-Type-Options: nosniff`, `Referrer-Policy:
 //! same-origin` (`no-referrer` would make the browser send `Origin: null`
 //! with our own forms, which the guard refuses) and `Cache-Control:
-//! no-store`. The routes sit behind the
-//! server's Host/Origin guard (a cross-site form POST carries a foreign
-//! `Origin` and is refused there); a signed-in session ([`session`]) is
-//! needed for every page but the sign-in, and every POST must echo the
-//! session's CSRF token. Only the admin token signs in; a persona token is
-//! refused (and the refusal audited, as every refusal here is).
+//! no-store`. The routes sit behind the server's Host/Origin guard (a
+//! cross-site form POST carries a foreign `Origin` and is refused there).
+//! Only the admin token signs in; a persona token is refused (and the
+//! refusal audited, as every refusal here is). Sign-in is throttled per
+//! peer address ([`throttle`]).
+//!
+//! The session cookie alone opens nothing: it reaches any listener on
+//! another port of this host (cookies are scoped by host, not port), so a
+//! page of another local app can receive it and replay it (see
+//! [`session`]). Every page, the live queue and the live stream need the
+//! session's CSRF token too, which the sign-in hands to the console's
+//! script (`static/console.js`) alone, in our origin's storage: a
+//! navigation gets an empty shell, whose script fetches the page with the
+//! token in a header and shows it; every form gets the token when
+//! submitted. So the console needs JavaScript (its own, under the CSP);
+//! a request with the cookie alone reads the shell and changes nothing,
+//! and a state change without the token is refused and audited.
 //!
 //! The console talks only to [`crate::Host`], through the same methods
 //! as the CLI and `/api` (an approval here is `Host::approve_by` with
@@ -34,12 +42,14 @@ mod runs;
 mod servers;
 pub(crate) mod session;
 mod skills;
+pub(crate) mod throttle;
+pub(crate) mod upload;
 mod views;
 
 use askama::Template;
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -47,8 +57,21 @@ use serde::Deserialize;
 
 use crate::front::http::AppState;
 use crate::{Caller, ErrorKind, HostError};
-use session::Session;
+use session::{CSRF_HEADER, Session, Sessions};
+use throttle::{Admission, SignInThrottle};
+use upload::Uploads;
 use views::Nav;
+
+/// What the console keeps while the server runs.
+#[derive(Debug, Default)]
+pub(crate) struct ConsoleState {
+    /// The signed-in browsers.
+    pub sessions: Sessions,
+    /// Wrong sign-ins, by peer.
+    pub sign_ins: SignInThrottle,
+    /// Uploads being read, and verified ones waiting for an install.
+    pub uploads: Uploads,
+}
 
 /// The console's routes (merged into the HTTP server's guarded router).
 pub(crate) fn router() -> Router<AppState> {
@@ -167,12 +190,37 @@ pub(super) fn status_of(kind: ErrorKind) -> StatusCode {
     }
 }
 
-/// The signed-in session of a request, or the redirect to the sign-in.
+/// The signed-in session of a request the console's script made (a page,
+/// the queue, the live stream): the cookie's session and its CSRF token in
+/// the [`CSRF_HEADER`] header. Without the header (a navigation, or a
+/// cookie replayed from elsewhere) the answer is the empty shell whose
+/// script fetches the page again with it; without a session, the way to
+/// the sign-in; a token that is not the session's is refused (audited).
 #[allow(clippy::result_large_err)] // the rejection is the response itself
 pub(super) fn signed_in(st: &AppState, headers: &HeaderMap) -> Result<Session, Response> {
-    st.console_sessions()
-        .find(headers)
-        .ok_or_else(|| Redirect::to("/sign-in").into_response())
+    let session = st.console().sessions.find(headers);
+    let sent = headers.get(CSRF_HEADER).map(|v| v.to_str().unwrap_or(""));
+    match (session, sent) {
+        (Some(s), Some(t)) if s.csrf_matches(t) => Ok(s),
+        (Some(_), None) => Err(page(&views::Shell { nav: None })),
+        (None, None) => Err(Redirect::to("/sign-in").into_response()),
+        (None, Some(_)) => Err((
+            StatusCode::UNAUTHORIZED,
+            "not signed in to the console (or the session ended): sign in again",
+        )
+            .into_response()),
+        (Some(_), Some(_)) => {
+            let why = "the console's CSRF token sent is not this session's: sign in again";
+            st.host()
+                .refused(&Caller::Operator, "", "console page", why);
+            Err(problem(
+                StatusCode::FORBIDDEN,
+                None,
+                why.to_string(),
+                "/sign-in",
+            ))
+        }
+    }
 }
 
 /// A POST's session with its CSRF token checked; a missing session or a
@@ -184,41 +232,41 @@ pub(super) fn form_session(
     csrf: &str,
     what: &str,
 ) -> Result<Session, Response> {
-    let why = match st.console_sessions().find(headers) {
+    let why = match st.console().sessions.find(headers) {
         Some(s) if s.csrf_matches(csrf) => return Ok(s),
         Some(_) => "the form's CSRF token is not this session's: reload the page and try again",
         None => "not signed in to the console (or the session ended): sign in again",
     };
+    Err(refuse_form(st, what, why))
+}
+
+/// A form refused (and audited) for `why`.
+pub(super) fn refuse_form(st: &AppState, what: &str, why: &str) -> Response {
     st.host().refused(&Caller::Operator, "", what, why);
-    Err(problem(StatusCode::FORBIDDEN, None, why.to_string(), "/"))
+    problem(StatusCode::FORBIDDEN, None, why.to_string(), "/")
 }
 
 /// The navigation bar of a signed-in page.
-pub(super) async fn nav(st: &AppState, session: &Session, page: &'static str) -> Nav {
+pub(super) async fn nav(st: &AppState, page: &'static str) -> Nav {
     let host = st.host().clone();
     let pending = tokio::task::spawn_blocking(move || host.pending_approvals())
         .await
         .ok()
         .and_then(Result::ok)
         .unwrap_or(0);
-    Nav {
-        page,
-        pending,
-        csrf: session.csrf.clone(),
-    }
+    Nav { page, pending }
 }
 
 async fn home(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    match signed_in(&st, &headers) {
-        Ok(_) => Redirect::to("/approvals").into_response(),
-        Err(to_sign_in) => to_sign_in,
+    match st.console().sessions.find(&headers) {
+        Some(_) => Redirect::to("/approvals").into_response(),
+        None => Redirect::to("/sign-in").into_response(),
     }
 }
 
-async fn sign_in_page(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    if st.console_sessions().find(&headers).is_some() {
-        return Redirect::to("/approvals").into_response();
-    }
+/// The sign-in form, always (a browser whose storage lost the session's
+/// token signs in again here).
+async fn sign_in_page() -> Response {
     page(&views::SignIn {
         nav: None,
         error: None,
@@ -233,9 +281,30 @@ struct SignInForm {
 
 async fn sign_in(
     State(st): State<AppState>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     headers: HeaderMap,
     form: FormOf<SignInForm>,
 ) -> Response {
+    let peer = peer.map(|p| p.0.0.ip());
+    if let Admission::Throttled { retry_after, first } = st.console().sign_ins.admit(peer) {
+        if first {
+            audit_throttled(&st, peer);
+        }
+        let secs = retry_after.as_secs();
+        let mut resp = page(&views::SignIn {
+            nav: None,
+            error: Some(format!(
+                "too many sign-in attempts from this address: nothing is checked for {secs} s \
+                 more (at most {} wrong tokens in {} s)",
+                crate::limits::CONSOLE_SIGN_IN_ATTEMPTS,
+                crate::limits::CONSOLE_SIGN_IN_WINDOW.as_secs()
+            )),
+        });
+        *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return resp;
+    }
     let token = form.map(|f| f.0.token).unwrap_or_default();
     let token = token.trim();
     let refuse = |caller: Caller, why: &str| {
@@ -271,7 +340,8 @@ async fn sign_in(
             ),
         };
     }
-    let (id, _) = match st.console_sessions().start() {
+    st.console().sign_ins.succeeded(peer);
+    let (id, session) = match st.console().sessions.start() {
         Ok(s) => s,
         Err(e) => {
             return problem(
@@ -282,12 +352,46 @@ async fn sign_in(
             );
         }
     };
-    let mut resp = Redirect::to("/approvals").into_response();
+    // The token goes to this answer's page, which only the browser that
+    // sent the admin token gets, for the console's script to keep.
+    let mut resp = page(&views::SignedIn {
+        nav: None,
+        csrf: session.csrf,
+    });
     resp.headers_mut().insert(
         header::SET_COOKIE,
         session::set_cookie(&id, behind_tls(&headers)),
     );
     resp
+}
+
+/// Audits, when `peer`'s window ends (or the server stops), how many of
+/// its sign-ins were refused unchecked: one event for the window.
+fn audit_throttled(st: &AppState, peer: throttle::Peer) {
+    let st = st.clone();
+    let ends = st.console().sign_ins.window_end(peer);
+    let work = st.in_flight();
+    let stopping = st.stopping();
+    tokio::spawn(async move {
+        let _work = work;
+        tokio::select! {
+            () = tokio::time::sleep_until(ends.into()) => {}
+            () = stopping.cancelled() => {}
+        }
+        let count = st.console().sign_ins.take_unchecked(peer);
+        let from = peer.map_or_else(|| "other addresses".to_string(), |p| p.to_string());
+        st.host().refused_repeatedly(
+            &Caller::Operator,
+            "console sign-in",
+            &format!(
+                "too many sign-in attempts: refused unchecked (over {} wrong tokens in {} s)",
+                crate::limits::CONSOLE_SIGN_IN_ATTEMPTS,
+                crate::limits::CONSOLE_SIGN_IN_WINDOW.as_secs()
+            ),
+            &from,
+            count,
+        );
+    });
 }
 
 /// Whether the browser reached us over TLS: a proxy in front that
@@ -345,14 +449,13 @@ pub(super) async fn change<T: Send + 'static>(
 /// problem saying why the change failed.
 pub(super) async fn after<T>(
     st: &AppState,
-    session: &Session,
     done: Result<T, Failure>,
     to: &'static str,
 ) -> Response {
     match done {
         Ok(_) => Redirect::to(to).into_response(),
         Err((kind, message)) => {
-            let nav = nav(st, session, to.trim_start_matches('/')).await;
+            let nav = nav(st, to.trim_start_matches('/')).await;
             problem(status_of(kind), Some(nav), message, to)
         }
     }
@@ -404,10 +507,16 @@ async fn sign_out(
     if let Err(resp) = form_session(&st, &headers, &csrf, "console sign-out") {
         return resp;
     }
-    st.console_sessions().end(&headers);
+    st.console().sessions.end(&headers);
     let mut resp = Redirect::to("/sign-in").into_response();
-    resp.headers_mut()
-        .insert(header::SET_COOKIE, session::clear_cookie());
+    let h = resp.headers_mut();
+    h.insert(header::SET_COOKIE, session::clear_cookie());
+    // The script forgets the token as it submits; this makes the browser
+    // forget our origin's storage even if it did not.
+    h.insert(
+        HeaderName::from_static("clear-site-data"),
+        HeaderValue::from_static("\"storage\""),
+    );
     resp
 }
 

@@ -18,19 +18,14 @@ use crate::front::http::AppState;
 
 /// `GET /personas`.
 pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    show(&st, &session, None).await
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
+    show(&st, None).await
 }
 
 /// The page, with a token just minted when there is one.
-async fn show(
-    st: &AppState,
-    session: &super::session::Session,
-    minted: Option<Minted>,
-) -> Response {
+async fn show(st: &AppState, minted: Option<Minted>) -> Response {
     let host = st.host().clone();
     let found = super::blocking(move || {
         let personas = host.personas().map_err(|e| e.to_string())?;
@@ -38,7 +33,7 @@ async fn show(
         Ok((personas, tokens))
     })
     .await;
-    let nav = nav(st, session, "personas").await;
+    let nav = nav(st, "personas").await;
     shown(
         found,
         nav,
@@ -47,7 +42,6 @@ async fn show(
         |nav, (personas, tokens)| {
             page(&views::Personas {
                 nav: Some(nav),
-                csrf: session.csrf.clone(),
                 personas: personas
                     .iter()
                     .map(|p| PersonaView::of(p, &tokens))
@@ -79,10 +73,9 @@ pub(super) async fn add(
     let Ok(axum::Form(form)) = form else {
         return unread_form(&st, &headers, "console add persona");
     };
-    let session = match form_session(&st, &headers, &form.csrf, "console add persona") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &form.csrf, "console add persona") {
+        return r;
+    }
     let host = st.host().clone();
     let done = change(move || {
         match host
@@ -100,7 +93,7 @@ pub(super) async fn add(
         }
     })
     .await;
-    after(&st, &session, done, "/personas").await
+    after(&st, done, "/personas").await
 }
 
 /// `POST /personas/{persona}/remove`.
@@ -111,13 +104,12 @@ pub(super) async fn remove(
     form: FormOf<CsrfForm>,
 ) -> Response {
     let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console remove persona") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &csrf, "console remove persona") {
+        return r;
+    }
     let host = st.host().clone();
     let done = change(move || host.remove_persona(&persona).map_err(failure)).await;
-    after(&st, &session, done, "/personas").await
+    after(&st, done, "/personas").await
 }
 
 /// What `POST /tokens` sends.
@@ -141,10 +133,9 @@ pub(super) async fn mint(
     let Ok(axum::Form(form)) = form else {
         return unread_form(&st, &headers, "console mint token");
     };
-    let session = match form_session(&st, &headers, &form.csrf, "console mint token") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &form.csrf, "console mint token") {
+        return r;
+    }
     let host = st.host().clone();
     let persona = form.persona.trim().to_string();
     let label = form.label.trim().to_string();
@@ -153,7 +144,6 @@ pub(super) async fn mint(
         Ok((token, info)) => {
             show(
                 &st,
-                &session,
                 Some(Minted {
                     token,
                     persona: info.persona,
@@ -161,7 +151,7 @@ pub(super) async fn mint(
             )
             .await
         }
-        Err(e) => after(&st, &session, Err::<(), _>(e), "/personas").await,
+        Err(e) => after(&st, Err::<(), _>(e), "/personas").await,
     }
 }
 
@@ -173,12 +163,11 @@ pub(super) async fn revoke(
     form: FormOf<CsrfForm>,
 ) -> Response {
     let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console revoke token") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &csrf, "console revoke token") {
+        return r;
+    }
     let Ok(id) = id.parse::<i64>() else {
-        let nav = nav(&st, &session, "personas").await;
+        let nav = nav(&st, "personas").await;
         return problem(
             StatusCode::NOT_FOUND,
             Some(nav),
@@ -188,5 +177,5 @@ pub(super) async fn revoke(
     };
     let host = st.host().clone();
     let done = change(move || host.remove_token(id).map_err(failure)).await;
-    after(&st, &session, done, "/personas").await
+    after(&st, done, "/personas").await
 }

@@ -35,10 +35,9 @@ pub(super) async fn list(
     headers: HeaderMap,
     query: Result<Query<Filters>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
     let Query(f) = query.unwrap_or_default();
     let outcome = Outcome::ALL
         .into_iter()
@@ -59,7 +58,7 @@ pub(super) async fn list(
         Ok((page, activity))
     })
     .await;
-    let nav = nav(&st, &session, "runs").await;
+    let nav = nav(&st, "runs").await;
     match found {
         Ok((found, activity)) => page(&views::Runs {
             nav: Some(nav),

@@ -19,10 +19,9 @@ const STDERR_TAIL_BYTES: usize = 4096;
 
 /// `GET /servers`.
 pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
     let host = st.host().clone();
     let found = blocking(move || {
         let config = host.mcp_servers().map_err(|e| e.to_string())?;
@@ -39,11 +38,10 @@ pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Resp
             .collect::<Vec<_>>())
     })
     .await;
-    let nav = nav(&st, &session, "servers").await;
+    let nav = nav(&st, "servers").await;
     shown(found, nav, "the MCP servers", "/servers", |nav, servers| {
         page(&views::Servers {
             nav: Some(nav),
-            csrf: session.csrf.clone(),
             servers,
         })
     })
@@ -58,17 +56,16 @@ pub(super) async fn act(
     form: FormOf<CsrfForm>,
 ) -> Response {
     let csrf = form.map(|f| f.0.csrf).unwrap_or_default();
-    let session = match form_session(&st, &headers, &csrf, "console server action") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &csrf, "console server action") {
+        return r;
+    }
     let host = st.host();
     let done = match action.as_str() {
         "enable" => host.enable_mcp_server(&name).await.map(|_| ()),
         "disable" => host.disable_mcp_server(&name).await,
         "restart" => host.restart_mcp(&name).await,
         _ => {
-            let nav = nav(&st, &session, "servers").await;
+            let nav = nav(&st, "servers").await;
             return problem(
                 StatusCode::NOT_FOUND,
                 Some(nav),
@@ -77,5 +74,5 @@ pub(super) async fn act(
             );
         }
     };
-    after(&st, &session, done.map_err(failure), "/servers").await
+    after(&st, done.map_err(failure), "/servers").await
 }

@@ -1,73 +1,119 @@
 //! Console sessions: the admin token, entered once on the sign-in page, is
 //! exchanged for a random session id in a cookie (`HttpOnly`,
-//! `SameSite=Strict`, `Path=/`, `Max-Age`; `Secure` behind TLS). The token
-//! itself is never kept by the browser, never in a URL or a page.
+//! `SameSite=Strict`, `Path=/`, `Max-Age`; `Secure` behind TLS) and a CSRF
+//! token handed to the console's script alone. The admin token itself is
+//! never kept by the browser, never in a URL or a page.
+//!
+//! A cookie is not enough: cookies are scoped by host, not port, so a page
+//! of another local app on another port of this host receives ours with
+//! its own requests, and its server can replay it with any header. What
+//! such a page cannot reach is our origin's storage (`localStorage` is per
+//! scheme, host and port): the sign-in's answer hands the CSRF token to
+//! the console's script, which keeps it there and sends it with every
+//! page it fetches (the [`CSRF_HEADER`] header) and every form it submits
+//! (a `csrf` field). A request with the cookie alone reads only an empty
+//! page shell and changes nothing.
 //!
 //! Sessions live in this process's memory only, keyed by the sha256 of
-//! their id (a memory dump does not hand out a usable cookie), each with
-//! its own CSRF token that every state-changing form must echo. Signing
-//! out removes the session here: the cookie is worth nothing after, even
-//! if a copy survives.
+//! their id (a memory dump does not hand out a usable cookie). Signing
+//! out removes the session here, and ends what it holds open (the live
+//! stream): the cookie and the token are worth nothing after, even if
+//! copies survive. So does the session's expiry.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
 
-use crate::limits::{CONSOLE_MAX_SESSIONS, CONSOLE_MAX_UPLOADS, CONSOLE_SESSION_TTL};
+use crate::limits::{CONSOLE_MAX_SESSIONS, CONSOLE_SESSION_TTL};
 
 /// The console's cookie.
 pub(crate) const COOKIE: &str = "skillhost_console";
+
+/// The header that carries the session's CSRF token on a request the
+/// console's script makes (a page, the queue, the live stream).
+pub(crate) const CSRF_HEADER: &str = "x-skillhost-csrf";
 
 /// A signed-in browser, as a request finds it.
 #[derive(Debug, Clone)]
 pub(crate) struct Session {
     /// The token every form of this session carries.
     pub csrf: String,
+    /// Cancelled when the session ends (signed out, or replaced at the
+    /// cap).
+    ended: CancellationToken,
+    /// When it expires.
+    expires: Instant,
 }
 
 #[derive(Debug)]
 struct Entry {
     csrf: String,
     started: Instant,
+    ended: CancellationToken,
 }
 
-/// The open console sessions (see the module docs), and the bundles
-/// uploaded for verification, waiting for the operator's install.
-#[derive(Debug, Default)]
+/// The open console sessions (see the module docs).
+#[derive(Debug)]
 pub(crate) struct Sessions {
     open: Mutex<HashMap<[u8; 32], Entry>>,
-    /// Verified uploads, oldest first: (the session's CSRF token, the
-    /// bundle's digest, its bytes). At most [`CONSOLE_MAX_UPLOADS`], one
-    /// per session.
-    uploads: Mutex<std::collections::VecDeque<(String, String, Vec<u8>)>>,
+    /// How long a session lasts ([`CONSOLE_SESSION_TTL`]).
+    ttl: Duration,
+}
+
+impl Default for Sessions {
+    fn default() -> Sessions {
+        Sessions {
+            open: Mutex::default(),
+            ttl: CONSOLE_SESSION_TTL,
+        }
+    }
 }
 
 impl Sessions {
-    /// Opens a session: its cookie value and its CSRF token. At
-    /// [`CONSOLE_MAX_SESSIONS`] the oldest one ends.
+    /// Opens a session: its cookie value and the session (its CSRF
+    /// token). At [`CONSOLE_MAX_SESSIONS`] the oldest one ends.
     pub fn start(&self) -> anyhow::Result<(String, Session)> {
         let id = random_hex()?;
         let csrf = random_hex()?;
+        let ended = CancellationToken::new();
+        let started = Instant::now();
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.retain(|_, e| e.started.elapsed() < CONSOLE_SESSION_TTL);
+        open.retain(|_, e| {
+            let alive = e.started.elapsed() < self.ttl;
+            if !alive {
+                e.ended.cancel();
+            }
+            alive
+        });
         while open.len() >= CONSOLE_MAX_SESSIONS {
             let Some(oldest) = open.iter().min_by_key(|(_, e)| e.started).map(|(k, _)| *k) else {
                 break;
             };
-            open.remove(&oldest);
+            if let Some(e) = open.remove(&oldest) {
+                e.ended.cancel();
+            }
         }
         open.insert(
             digest(&id),
             Entry {
                 csrf: csrf.clone(),
-                started: Instant::now(),
+                started,
+                ended: ended.clone(),
             },
         );
-        Ok((id, Session { csrf }))
+        Ok((
+            id,
+            Session {
+                csrf,
+                ended,
+                expires: started + self.ttl,
+            },
+        ))
     }
 
     /// The session a request's cookie names, unless it ended or expired.
@@ -76,44 +122,39 @@ impl Sessions {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let key = digest(id);
         let entry = open.get(&key)?;
-        if entry.started.elapsed() >= CONSOLE_SESSION_TTL {
+        if entry.started.elapsed() >= self.ttl {
+            entry.ended.cancel();
             open.remove(&key);
             return None;
         }
         Some(Session {
             csrf: entry.csrf.clone(),
+            ended: entry.ended.clone(),
+            expires: entry.started + self.ttl,
         })
     }
 
-    /// Ends the session a request's cookie names (if any).
+    /// Ends the session a request's cookie names (if any), and what it
+    /// holds open.
     pub fn end(&self, headers: &HeaderMap) {
-        if let Some(id) = cookie(headers) {
-            self.open
+        if let Some(id) = cookie(headers)
+            && let Some(e) = self
+                .open
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remove(&digest(id));
+                .remove(&digest(id))
+        {
+            e.ended.cancel();
         }
     }
 
-    /// Keeps a verified bundle for `session`'s install (replacing its
-    /// earlier one; the oldest of another session goes at the cap).
-    pub fn stash_upload(&self, session: &Session, digest: &str, bytes: Vec<u8>) {
-        let mut uploads = self.uploads.lock().unwrap_or_else(|e| e.into_inner());
-        uploads.retain(|(csrf, _, _)| *csrf != session.csrf);
-        while uploads.len() >= CONSOLE_MAX_UPLOADS {
-            uploads.pop_front();
+    /// Sessions lasting `ttl` (tests).
+    #[cfg(test)]
+    fn with_ttl(ttl: Duration) -> Sessions {
+        Sessions {
+            open: Mutex::default(),
+            ttl,
         }
-        uploads.push_back((session.csrf.clone(), digest.to_string(), bytes));
-    }
-
-    /// The bundle `session` verified, if its digest is `digest`: taken
-    /// (an install uses it once).
-    pub fn take_upload(&self, session: &Session, digest: &str) -> Option<Vec<u8>> {
-        let mut uploads = self.uploads.lock().unwrap_or_else(|e| e.into_inner());
-        let at = uploads
-            .iter()
-            .position(|(csrf, d, _)| *csrf == session.csrf && d == digest)?;
-        uploads.remove(at).map(|(_, _, bytes)| bytes)
     }
 
     /// How many sessions are open.
@@ -124,9 +165,19 @@ impl Sessions {
 }
 
 impl Session {
-    /// Whether a form's CSRF token is this session's (constant time).
+    /// Whether a form's or a request's CSRF token is this session's
+    /// (constant time).
     pub fn csrf_matches(&self, sent: &str) -> bool {
         self.csrf.len() == sent.len() && bool::from(self.csrf.as_bytes().ct_eq(sent.as_bytes()))
+    }
+
+    /// Resolves when the session ends: signed out, replaced at the cap,
+    /// or expired.
+    pub async fn closed(&self) {
+        tokio::select! {
+            () = self.ended.cancelled() => {}
+            () = tokio::time::sleep_until(self.expires.into()) => {}
+        }
     }
 }
 
@@ -215,21 +266,29 @@ mod tests {
         assert!(s.find(&with_cookie(&first)).is_none());
     }
 
-    #[test]
-    fn an_upload_is_taken_once_and_only_by_its_session() {
+    #[tokio::test]
+    async fn a_session_closes_at_sign_out_at_the_cap_and_at_expiry() {
+        use std::time::Duration;
+        let bounded = |s: Session| async move {
+            tokio::time::timeout(Duration::from_secs(5), s.closed())
+                .await
+                .is_ok()
+        };
         let s = Sessions::default();
-        let (_, mine) = s.start().expect("start");
-        let (_, other) = s.start().expect("start");
-        s.stash_upload(&mine, "d1", vec![1]);
-        assert!(s.take_upload(&other, "d1").is_none());
-        assert!(s.take_upload(&mine, "d2").is_none());
-        assert_eq!(s.take_upload(&mine, "d1"), Some(vec![1]));
-        assert!(s.take_upload(&mine, "d1").is_none(), "taken twice");
-        for i in 0..CONSOLE_MAX_UPLOADS + 2 {
-            let (_, each) = s.start().expect("start");
-            s.stash_upload(&each, &i.to_string(), vec![0; 4]);
+        let (id, session) = s.start().expect("start");
+        s.end(&with_cookie(&id));
+        assert!(bounded(session).await, "sign-out did not close it");
+        let (_, oldest) = s.start().expect("start");
+        for _ in 0..CONSOLE_MAX_SESSIONS {
+            s.start().expect("start");
         }
-        assert_eq!(s.uploads.lock().expect("lock").len(), CONSOLE_MAX_UPLOADS);
+        assert!(bounded(oldest).await, "the cap did not close the oldest");
+        let short = Sessions::with_ttl(Duration::from_millis(50));
+        let (id, session) = short.start().expect("start");
+        let found = short.find(&with_cookie(&id)).expect("open yet");
+        assert!(bounded(found).await, "expiry did not close it");
+        assert!(bounded(session).await);
+        assert!(short.find(&with_cookie(&id)).is_none());
     }
 
     #[test]

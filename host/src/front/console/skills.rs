@@ -9,20 +9,22 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::upload::Refusal;
 use super::views::{self, SkillCard};
 use super::{
-    FormOf, after, blocking, change, failure, form_session, nav, page, problem, shown, signed_in,
-    status_of, unread_form,
+    FormOf, after, blocking, change, failure, form_session, nav, page, problem, refuse_form, shown,
+    signed_in, status_of, unread_form,
 };
 use crate::front::http::AppState;
+use crate::limits::CONSOLE_MAX_CONCURRENT_UPLOADS;
 use crate::{Decider, ErrorKind, HostError, SkillSource};
+use axum::extract::FromRequest as _;
 
 /// `GET /skills`.
 pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&st, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = signed_in(&st, &headers) {
+        return r;
+    }
     let host = st.host().clone();
     let found = blocking(move || {
         let skills = host.skills().map_err(|e| e.to_string())?;
@@ -33,11 +35,10 @@ pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Resp
             .collect::<Vec<_>>())
     })
     .await;
-    let nav = nav(&st, &session, "skills").await;
+    let nav = nav(&st, "skills").await;
     shown(found, nav, "the skills", "/skills", |nav, skills| {
         page(&views::Skills {
             nav: Some(nav),
-            csrf: session.csrf.clone(),
             skills,
         })
     })
@@ -69,10 +70,9 @@ pub(super) async fn act(
         digest: String::new(),
         version: String::new(),
     });
-    let session = match form_session(&st, &headers, &form.csrf, "console skill action") {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
+    if let Err(r) = form_session(&st, &headers, &form.csrf, "console skill action") {
+        return r;
+    }
     let host = st.host().clone();
     let done = change(move || match action.as_str() {
         "enable" | "disable" => host
@@ -138,53 +138,60 @@ pub(super) async fn act(
         )),
     })
     .await;
-    after(&st, &session, done, "/skills").await
+    after(&st, done, "/skills").await
 }
 
-/// `POST /skills/verify` (multipart: `csrf`, `bundle`): opens the
-/// uploaded bundle against the trusted keys without installing it and
-/// shows what it is; the operator installs it from that page.
+/// `POST /skills/verify` (multipart: `csrf` first, then `bundle`): opens
+/// the uploaded bundle against the trusted keys without installing it and
+/// shows what it is; the operator installs it from that page. Checked
+/// before it is read, read to a file, capped at once ([`super::upload`]).
 pub(super) async fn verify(
     State(st): State<AppState>,
     headers: HeaderMap,
-    multipart: Result<axum::extract::Multipart, axum::extract::multipart::MultipartRejection>,
+    request: axum::extract::Request,
 ) -> Response {
-    let mut csrf = String::new();
-    let mut bundle: Option<Vec<u8>> = None;
-    let mut unread = None;
-    match multipart {
-        Ok(mut m) => loop {
-            match m.next_field().await {
-                Ok(Some(field)) => {
-                    let name = field.name().unwrap_or_default().to_string();
-                    match field.bytes().await {
-                        Ok(b) if name == "csrf" => csrf = String::from_utf8_lossy(&b).into_owned(),
-                        Ok(b) if name == "bundle" => bundle = Some(b.to_vec()),
-                        Ok(_) => {}
-                        Err(e) => {
-                            unread = Some(e.body_text());
-                            break;
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    unread = Some(e.body_text());
-                    break;
-                }
-            }
-        },
-        Err(e) => unread = Some(e.body_text()),
-    }
-    let session = match form_session(&st, &headers, &csrf, "console verify bundle") {
-        Ok(s) => s,
-        Err(r) => return r,
+    const WHAT: &str = "console verify bundle";
+    // Nothing of the body is read before the session is known.
+    let Some(session) = st.console().sessions.find(&headers) else {
+        return unread(refuse_form(
+            &st,
+            WHAT,
+            "not signed in to the console (or the session ended): sign in again",
+        ));
     };
-    let nav = nav(&st, &session, "skills").await;
-    let bytes = match (bundle, unread) {
-        (Some(b), None) if !b.is_empty() => b,
-        (_, Some(why)) => {
-            return problem(
+    let form = match axum::extract::Multipart::from_request(request, &st).await {
+        Ok(f) => f,
+        Err(e) => {
+            let nav = nav(&st, "skills").await;
+            return unread(problem(
+                StatusCode::BAD_REQUEST,
+                Some(nav),
+                format!("the upload is not the console's form: {}", e.body_text()),
+                "/skills",
+            ));
+        }
+    };
+    let received = super::upload::receive(&st, &session, &headers, form).await;
+    let (upload, reading) = match received {
+        Ok(u) => u,
+        Err(Refusal::Token(why)) => return unread(refuse_form(&st, WHAT, why)),
+        Err(Refusal::Busy) => {
+            let why = format!(
+                "too many uploads at once (at most {CONSOLE_MAX_CONCURRENT_UPLOADS}): try again \
+                 when one has finished"
+            );
+            st.host().refused(&crate::Caller::Operator, "", WHAT, &why);
+            let nav = nav(&st, "skills").await;
+            return unread(problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(nav),
+                why,
+                "/skills",
+            ));
+        }
+        Err(Refusal::Unread(why)) => {
+            let nav = nav(&st, "skills").await;
+            return unread(problem(
                 StatusCode::BAD_REQUEST,
                 Some(nav),
                 format!(
@@ -192,24 +199,18 @@ pub(super) async fn verify(
                     crate::bundle::MAX_ARCHIVE_BYTES >> 20
                 ),
                 "/skills",
-            );
-        }
-        _ => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                Some(nav),
-                "choose a .skill bundle to upload".into(),
-                "/skills",
-            );
+            ));
         }
     };
+    let nav = nav(&st, "skills").await;
     let host = st.host().clone();
-    let (opened, bytes) = match tokio::task::spawn_blocking(move || {
-        let opened = host.verify_bundle(&bytes);
-        (opened, bytes)
+    let verified = tokio::task::spawn_blocking(move || {
+        let opened = host.verify_upload(&upload);
+        (opened, upload)
     })
-    .await
-    {
+    .await;
+    drop(reading);
+    let (opened, upload) = match verified {
         Ok(x) => x,
         Err(e) => {
             return problem(
@@ -222,9 +223,8 @@ pub(super) async fn verify(
     };
     match opened {
         Ok(b) => {
-            let view = views::Verified::of(&b, session.csrf.clone(), Some(nav));
-            st.console_sessions()
-                .stash_upload(&session, &b.digest, bytes);
+            let view = views::Verified::of(&b, Some(nav));
+            st.console().uploads.keep(&session, &b.digest, upload);
             page(&view)
         }
         Err(e) => problem(
@@ -234,6 +234,16 @@ pub(super) async fn verify(
             "/skills",
         ),
     }
+}
+
+/// `resp` for a request whose body was not read whole: the connection
+/// closes after it (the client may still be sending).
+fn unread(mut resp: Response) -> Response {
+    resp.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    resp
 }
 
 /// What `POST /skills/install` sends.
@@ -265,11 +275,8 @@ pub(super) async fn install(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let Some(bytes) = st
-        .console_sessions()
-        .take_upload(&session, form.digest.trim())
-    else {
-        let nav = nav(&st, &session, "skills").await;
+    let Some(upload) = st.console().uploads.take(&session, form.digest.trim()) else {
+        let nav = nav(&st, "skills").await;
         return problem(
             StatusCode::CONFLICT,
             Some(nav),
@@ -286,8 +293,8 @@ pub(super) async fn install(
     };
     let done = st
         .host()
-        .install_bundle(&bytes, options)
+        .install_upload(&upload, options)
         .await
         .map_err(|e| (e.kind(), format!("the bundle was not installed: {e}")));
-    after(&st, &session, done, "/skills").await
+    after(&st, done, "/skills").await
 }

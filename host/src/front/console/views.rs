@@ -7,6 +7,7 @@ use std::sync::Arc;
 use askama::Template;
 use serde_json::Value;
 
+use crate::escape::reveal_invisible;
 use crate::limits::CONSOLE_ARGS_PREVIEW_CHARS;
 use crate::{HostEvent, Outcome, RunDetail, RunRecord, ToolSpec};
 
@@ -16,8 +17,6 @@ pub(crate) struct Nav {
     pub page: &'static str,
     /// How many calls wait for approval (the badge).
     pub pending: u64,
-    /// The session's CSRF token (the sign-out form).
-    pub csrf: String,
 }
 
 /// The sign-in page.
@@ -28,12 +27,28 @@ pub(crate) struct SignIn {
     pub error: Option<String>,
 }
 
+/// The answer to a sign-in: it hands the session's CSRF token to the
+/// console's script, which keeps it and goes on to the approvals.
+#[derive(Template)]
+#[template(path = "console/signed_in.html")]
+pub(crate) struct SignedIn {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+}
+
+/// A page as a navigation gets it: nothing but the console's script,
+/// which fetches the page with the session's CSRF token and shows it.
+#[derive(Template)]
+#[template(path = "console/shell.html")]
+pub(crate) struct Shell {
+    pub nav: Option<Nav>,
+}
+
 /// The approval queue page.
 #[derive(Template)]
 #[template(path = "console/approvals.html")]
 pub(crate) struct Approvals {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub pending: Vec<Pending>,
 }
 
@@ -41,7 +56,6 @@ pub(crate) struct Approvals {
 #[derive(Template)]
 #[template(path = "console/queue.html")]
 pub(crate) struct Queue {
-    pub csrf: String,
     pub pending: Vec<Pending>,
 }
 
@@ -70,7 +84,6 @@ pub(crate) struct Problem {
 #[template(path = "console/grants.html")]
 pub(crate) struct Grants {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub rows: Vec<GrantRow>,
     pub skills: Vec<String>,
     pub servers: Vec<ServerColumn>,
@@ -158,7 +171,6 @@ impl GrantCell {
 #[template(path = "console/personas.html")]
 pub(crate) struct Personas {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub personas: Vec<PersonaView>,
     pub tokens: Vec<TokenView>,
     /// A token just minted: shown this once.
@@ -369,7 +381,6 @@ impl RunRow {
 #[template(path = "console/servers.html")]
 pub(crate) struct Servers {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub servers: Vec<ServerCard>,
 }
 
@@ -455,7 +466,6 @@ impl ServerCard {
 #[template(path = "console/skills.html")]
 pub(crate) struct Skills {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub skills: Vec<SkillCard>,
 }
 
@@ -571,7 +581,6 @@ fn permission_lines(p: &crate::Permissions) -> Vec<String> {
 #[template(path = "console/verified.html")]
 pub(crate) struct Verified {
     pub nav: Option<Nav>,
-    pub csrf: String,
     pub name: String,
     pub version: String,
     pub digest: String,
@@ -592,7 +601,7 @@ pub(crate) struct Verified {
 
 impl Verified {
     /// The view of an opened bundle.
-    pub fn of(b: &crate::OpenedBundle, csrf: String, nav: Option<Nav>) -> Verified {
+    pub fn of(b: &crate::OpenedBundle, nav: Option<Nav>) -> Verified {
         let (signer, trusted) = match &b.signer {
             crate::Signer::Unsigned => ("unsigned".to_string(), false),
             crate::Signer::Unknown { key_id } => (
@@ -616,7 +625,6 @@ impl Verified {
         };
         Verified {
             nav,
-            csrf,
             name: b.statement.name.clone(),
             version: b.statement.version.to_string(),
             digest: b.digest.clone(),
@@ -644,8 +652,8 @@ pub(crate) struct Pending {
     pub created_iso: String,
     pub age: String,
     pub expires_in: String,
-    pub args_preview: String,
-    pub args_full: String,
+    pub args_preview: Vec<Piece>,
+    pub args_full: Vec<Piece>,
     pub args_len: usize,
     pub truncated: bool,
 }
@@ -660,6 +668,7 @@ impl Pending {
             .args
             .as_ref()
             .and_then(|a| serde_json::to_string_pretty(a).ok())
+            .map(|a| reveal_invisible(&a).into_owned())
             .unwrap_or_else(|| "{}".to_string());
         let args_len = args_full.chars().count();
         let truncated = args_len > CONSOLE_ARGS_PREVIEW_CHARS;
@@ -672,9 +681,9 @@ impl Pending {
         };
         Pending {
             run_id: r.run_id.clone(),
-            persona: persona_of(r.persona.as_deref()),
-            tool: r.tool.clone(),
-            provider: provider_of(&r.server),
+            persona: reveal_invisible(&persona_of(r.persona.as_deref())).into_owned(),
+            tool: reveal_invisible(&r.tool).into_owned(),
+            provider: reveal_invisible(&provider_of(&r.server)).into_owned(),
             why: why_it_waits(spec),
             created_iso: iso(r.created_at_ms),
             age: span(now.saturating_sub(r.created_at_ms)) + " ago",
@@ -682,12 +691,60 @@ impl Pending {
                 .expires_at_ms
                 .map(|t| span(t.saturating_sub(now)))
                 .unwrap_or_else(|| "never".into()),
-            args_preview,
-            args_full,
+            args_preview: pieces(&args_preview),
+            args_full: pieces(&args_full),
             args_len,
             truncated,
         }
     }
+}
+
+/// A piece of a JSON text as a page shows it: the inside of a string
+/// (shown isolated, `<bdi>`: its direction, right-to-left text included,
+/// cannot run into the text around it) or what lies between strings.
+pub(crate) struct Piece {
+    pub text: String,
+    /// The inside of a string.
+    pub string: bool,
+}
+
+/// `json` (invisible characters revealed already) in [`Piece`]s; a string
+/// cut short (a preview) is a string to its end.
+fn pieces(json: &str) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string && !escaped && c == '"' {
+            // The string ends: its inside is a piece; the quote begins the
+            // next.
+            out.push(Piece {
+                text: std::mem::take(&mut current),
+                string: true,
+            });
+            in_string = false;
+            current.push(c);
+            continue;
+        }
+        current.push(c);
+        if in_string {
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            out.push(Piece {
+                text: std::mem::take(&mut current),
+                string: false,
+            });
+            in_string = true;
+        }
+    }
+    if !current.is_empty() {
+        out.push(Piece {
+            text: current,
+            string: in_string,
+        });
+    }
+    out
 }
 
 /// Why a tool's calls wait for an operator, from its registration.
@@ -720,8 +777,8 @@ pub(crate) struct RunView {
     pub duration: Option<String>,
     pub parent: Option<String>,
     pub error: Option<String>,
-    pub output: Option<String>,
-    pub args: Option<String>,
+    pub output: Option<Vec<Piece>>,
+    pub args: Option<Vec<Piece>>,
     pub refs: Vec<RefLine>,
     pub children: Vec<ChildRun>,
     pub timeline: Vec<Moment>,
@@ -761,7 +818,7 @@ impl RunView {
         }];
         timeline.extend(d.events.iter().map(|e| Moment {
             iso: iso(e.at_ms),
-            what: event_line(e),
+            what: reveal_invisible(&event_line(e)).into_owned(),
         }));
         if !matches!(r.outcome, Outcome::WaitingApproval | Outcome::Running) {
             let what = match r.duration_ms {
@@ -775,20 +832,21 @@ impl RunView {
         }
         RunView {
             run_id: r.run_id.clone(),
-            tool: r.tool.clone(),
-            persona: persona_of(r.persona.as_deref()),
-            provider: provider_of(&r.server),
+            tool: reveal_invisible(&r.tool).into_owned(),
+            persona: reveal_invisible(&persona_of(r.persona.as_deref())).into_owned(),
+            provider: reveal_invisible(&provider_of(&r.server)).into_owned(),
             outcome: r.outcome.as_str().to_string(),
             approval: r.approval.map(|a| a.as_str().to_string()),
             decided_by: r.decided_by.clone(),
             duration: r.duration_ms.map(|d| format!("{d} ms")),
             parent: r.parent_run_id.clone(),
-            error: r.error.clone(),
-            output,
+            error: r.error.as_deref().map(|e| reveal_invisible(e).into_owned()),
+            output: output.map(|o| pieces(&reveal_invisible(&o))),
             args: r
                 .args
                 .as_ref()
-                .and_then(|a| serde_json::to_string_pretty(a).ok()),
+                .and_then(|a| serde_json::to_string_pretty(a).ok())
+                .map(|a| pieces(&reveal_invisible(&a))),
             refs: d
                 .refs
                 .iter()
@@ -933,7 +991,6 @@ mod tests {
             duration_ms: None,
         };
         let html = Queue {
-            csrf: "c".into(),
             pending: vec![Pending::of(&record, None)],
         }
         .render()
@@ -945,6 +1002,31 @@ mod tests {
             html.contains("&#60;img src=x onerror=alert(1)&#62;"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn json_is_shown_in_pieces_each_string_apart() {
+        let shown = |json: &str| {
+            pieces(json)
+                .into_iter()
+                .map(|p| (p.text, p.string))
+                .collect::<Vec<_>>()
+        };
+        let s = |t: &str, string: bool| (t.to_string(), string);
+        assert_eq!(
+            shown(r#"{"a": "x \"y\" \\", "": 1}"#),
+            vec![
+                s("{\"", false),
+                s("a", true),
+                s("\": \"", false),
+                s(r#"x \"y\" \\"#, true),
+                s("\", \"", false),
+                s("", true),
+                s("\": 1}", false),
+            ]
+        );
+        // A preview cut inside a string: a string to its end.
+        assert_eq!(shown(r#"["abc"#), vec![s("[\"", false), s("abc", true)]);
     }
 
     #[test]
@@ -969,9 +1051,13 @@ mod tests {
         let p = Pending::of(&record, None);
         assert!(p.truncated);
         assert_eq!(
-            p.args_preview.chars().count(),
+            p.args_preview
+                .iter()
+                .map(|p| p.text.chars().count())
+                .sum::<usize>(),
             CONSOLE_ARGS_PREVIEW_CHARS + 1
         );
+        assert!(p.args_preview.last().is_some_and(|p| p.string));
         assert!(p.args_len > 5000);
         assert_eq!(p.persona, "the operator");
     }

@@ -203,8 +203,10 @@ async fn connection(
         let mut router = router.clone();
         let handling = Handling::start(&handling);
         async move {
-            let resp =
-                tower_service::Service::call(&mut router, req.map(axum::body::Body::new)).await;
+            let mut req = req.map(axum::body::Body::new);
+            req.extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
+            let resp = tower_service::Service::call(&mut router, req).await;
             drop(handling);
             resp
         }

@@ -99,8 +99,8 @@ pub(crate) struct StateInner {
     stopping: CancellationToken,
     /// In-flight MCP requests.
     in_flight: TaskTracker,
-    /// The console's signed-in browsers.
-    console: crate::front::console::session::Sessions,
+    /// The console's sessions, sign-in throttle and uploads.
+    console: crate::front::console::ConsoleState,
     /// The console's live streams open now.
     console_live: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -123,9 +123,15 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// The console's sessions.
-    pub(crate) fn console_sessions(&self) -> &crate::front::console::session::Sessions {
+    /// The console's sessions, sign-in throttle and uploads.
+    pub(crate) fn console(&self) -> &crate::front::console::ConsoleState {
         &self.inner.console
+    }
+
+    /// Work the shutdown waits for (within its grace period), as an
+    /// in-flight request.
+    pub(crate) fn in_flight(&self) -> TaskTrackerToken {
+        self.inner.in_flight.token()
     }
 
     /// A console live stream's place, or `None` with `max` open.

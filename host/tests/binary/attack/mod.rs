@@ -2,12 +2,16 @@
 //! security review, each driving the real binary the way the attacker did.
 //! (The MCP client side's attacks are in the `skillhost-e2e` crate's `attack` suite.)
 
+mod approval_spoof;
 mod client;
+mod cookie_replay;
 mod http_lane;
 mod private_files;
 mod secret_echo;
 mod secrets;
 mod self_approval;
 mod sessions;
+mod sign_in_flood;
 mod slow_connections;
+mod upload_flood;
 mod waiting_runs;
