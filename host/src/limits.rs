@@ -131,6 +131,15 @@ pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// and a parked task, no timer: one watcher wakes them all on a change.
 pub const MCP_MAX_LISTEN_STREAMS: usize = 2048;
 
+/// Listening streams one caller (a persona, or the operator) may hold open
+/// at once, of both eras together: 32. A client listens on one stream per
+/// legacy session or subscription, a few per persona; and each stream
+/// holds a connection, so one caller must not come near the 256 that its
+/// address may hold (`HTTP_MAX_CONNECTIONS_PER_PEER`), which `/healthz`,
+/// the console and `/api` share with it. Over it a stream is refused with
+/// 503. `serve --max-listen-streams-per-caller` changes it.
+pub const MCP_MAX_LISTEN_STREAMS_PER_CALLER: usize = 32;
+
 /// How long a call waiting for approval may be approved by default: 15
 /// minutes. Long enough for an operator to notice the queue and decide; a
 /// call left longer is one whose agent has moved on, and approving it then

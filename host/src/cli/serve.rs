@@ -82,6 +82,11 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "N", requires = "http",
           default_value_t = skillhost::MCP_MAX_LISTEN_STREAMS)]
     max_listen_streams: usize,
+    /// HTTP: listening streams open at once for one persona (or the
+    /// operator).
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::MCP_MAX_LISTEN_STREAMS_PER_CALLER)]
+    max_listen_streams_per_caller: usize,
     /// Forget, every hour, what is older than AGE (as `skillhost gc
     /// --older-than AGE` does: decided runs, events, unreferenced ref
     /// blobs). Off by default: nothing is deleted unless asked.
@@ -176,6 +181,10 @@ async fn serve_http(
         count("--max-sessions", args.max_sessions),
         count("--max-sessions-per-caller", args.max_sessions_per_caller),
         count("--max-listen-streams", args.max_listen_streams),
+        count(
+            "--max-listen-streams-per-caller",
+            args.max_listen_streams_per_caller,
+        ),
     ] {
         anyhow::ensure!(
             (least..=most).contains(&value),
@@ -203,6 +212,9 @@ async fn serve_http(
         max_sessions_per_caller: args.max_sessions_per_caller.min(args.max_sessions),
         session_idle: Duration::from_secs(args.session_idle_secs),
         max_listen_streams: args.max_listen_streams,
+        max_listen_streams_per_caller: args
+            .max_listen_streams_per_caller
+            .min(args.max_listen_streams),
     };
     let mut builder = skillhost::HttpServerBuilder::new(host.clone(), addr)
         .limits(limits)

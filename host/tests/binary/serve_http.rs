@@ -213,8 +213,10 @@ fn out_of_range_serve_flags_are_refused_naming_the_flag() {
         ("--max-sessions", huge.as_str()),
         ("--max-sessions-per-caller", huge.as_str()),
         ("--max-listen-streams", huge.as_str()),
+        ("--max-listen-streams-per-caller", huge.as_str()),
         ("--idle-timeout-secs", "0"),
         ("--max-connections", "0"),
+        ("--max-listen-streams-per-caller", "0"),
     ] {
         let o = skillhost(
             work.path(),

@@ -36,6 +36,7 @@ use crate::limits;
 /// ```
 /// let l = skillhost::HttpLimits::default();
 /// assert!(l.max_per_peer <= l.max_connections);
+/// assert!(l.max_listen_streams_per_caller < l.max_per_peer);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpLimits {
@@ -57,6 +58,8 @@ pub struct HttpLimits {
     pub session_idle: Duration,
     /// Listening streams open at once, in all.
     pub max_listen_streams: usize,
+    /// Listening streams open at once for one caller.
+    pub max_listen_streams_per_caller: usize,
 }
 
 impl Default for HttpLimits {
@@ -70,6 +73,7 @@ impl Default for HttpLimits {
             max_sessions_per_caller: limits::MCP_MAX_SESSIONS_PER_CALLER,
             session_idle: limits::MCP_SESSION_IDLE,
             max_listen_streams: limits::MCP_MAX_LISTEN_STREAMS,
+            max_listen_streams_per_caller: limits::MCP_MAX_LISTEN_STREAMS_PER_CALLER,
         }
     }
 }

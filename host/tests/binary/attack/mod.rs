@@ -4,6 +4,7 @@
 
 mod client;
 mod http_lane;
+mod listen_streams;
 mod private_files;
 mod secrets;
 mod self_approval;

@@ -154,7 +154,9 @@ fn serve_help_shows_the_limits() {
         "--idle-timeout-secs",
         "--max-connections",
         "--max-connections-per-peer",
+        "--max-listen-streams-per-caller",
         "[default: 10]",
+        "[default: 32]",
         "[default: 256]",
     ] {
         assert!(help.contains(flag), "`{flag}` not in:\n{help}");
