@@ -49,6 +49,17 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "SECS", requires = "http",
           default_value_t = skillhost::HTTP_HEADER_READ_TIMEOUT.as_secs())]
     header_timeout_secs: u64,
+    /// HTTP: how long a request's body may take from when it is first
+    /// read, in seconds, besides one second per --body-min-bytes-per-sec
+    /// bytes it sent; a slower body is cut (408).
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = skillhost::HTTP_BODY_READ_TIMEOUT.as_secs())]
+    body_timeout_secs: u64,
+    /// HTTP: the slowest a request's body may arrive, in bytes per second
+    /// (each this many bytes earn it one more second).
+    #[arg(long, value_name = "BYTES", requires = "http",
+          default_value_t = skillhost::HTTP_BODY_MIN_BYTES_PER_SEC)]
+    body_min_bytes_per_sec: u64,
     /// HTTP: how long a connection may send and receive nothing while no
     /// request is being handled, in seconds.
     #[arg(long, value_name = "SECS", requires = "http",
@@ -168,6 +179,13 @@ async fn serve_http(
     let count = |flag, value: usize| (flag, value as u64, 1, skillhost::SERVE_MAX_COUNT as u64);
     for (flag, value, least, most) in [
         secs("--header-timeout-secs", args.header_timeout_secs),
+        secs("--body-timeout-secs", args.body_timeout_secs),
+        (
+            "--body-min-bytes-per-sec",
+            args.body_min_bytes_per_sec,
+            1,
+            skillhost::SERVE_MAX_BYTES_PER_SEC,
+        ),
         secs("--idle-timeout-secs", args.idle_timeout_secs),
         secs("--session-idle-secs", args.session_idle_secs),
         (
@@ -205,6 +223,8 @@ async fn serve_http(
     let host = super::open_host(data_dir).await?;
     let limits = skillhost::HttpLimits {
         header_read_timeout: Duration::from_secs(args.header_timeout_secs),
+        body_read_timeout: Duration::from_secs(args.body_timeout_secs),
+        body_min_rate: args.body_min_bytes_per_sec,
         idle_timeout: Duration::from_secs(args.idle_timeout_secs),
         max_connections: args.max_connections,
         max_per_peer: args.max_connections_per_peer.min(args.max_connections),

@@ -282,10 +282,22 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         Ok(c) => c,
         Err(resp) => return refuse_unread(req, resp).await,
     };
+    let cut = req.extensions().get::<listener::BodyCut>().cloned();
+    let resp = serve_mcp(&st, &caller, req).await;
+    // Its body came too slowly (the listener answers 408): a refusal of
+    // this caller like any other.
+    if let Some(why) = cut.as_ref().and_then(listener::BodyCut::reason) {
+        st.host().refused(&caller, "", "mcp request", why);
+    }
+    resp
+}
+
+/// Serves an `/mcp` request of `caller` (authenticated).
+async fn serve_mcp(st: &AppState, caller: &Caller, req: Request) -> Response {
     // A plain sessionless call: answered by the lane, else rmcp's after all.
     let req = if req.method() == Method::POST && req.headers().contains_key("mcp-name") {
         let token = st.inner.in_flight.token();
-        let front = st.front(&caller);
+        let front = st.front(caller);
         match lane::take(&front, req, &st.inner.mcp_ct).await {
             lane::Taken::Answered(resp) => {
                 drop(token);
@@ -309,15 +321,15 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
     let new_session = req.method() == Method::POST
         && !req.headers().contains_key("mcp-session-id")
         && !req.headers().contains_key("mcp-method");
-    if new_session && let Err(why) = st.session_room(&caller).await {
-        st.host().refused(&caller, "", "mcp session", &why);
+    if new_session && let Err(why) = st.session_room(caller).await {
+        st.host().refused(caller, "", "mcp session", &why);
         return too_many(why);
     }
     let listening = if stream {
-        match st.inner.streams.open(&caller, &st.inner.limits) {
+        match st.inner.streams.open(caller, &st.inner.limits) {
             Ok(slot) => Some(slot),
             Err(why) => {
-                st.host().refused(&caller, "", "mcp stream", &why);
+                st.host().refused(caller, "", "mcp stream", &why);
                 return too_many(why);
             }
         }
@@ -333,7 +345,7 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
     };
     let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
     let listen = listen.then(|| st.inner.listens.token());
-    let mut service = st.service(&caller).service;
+    let mut service = st.service(caller).service;
     let resp = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
         Err(never) => match never {},

@@ -10,4 +10,5 @@ mod secrets;
 mod self_approval;
 mod sessions;
 mod slow_connections;
+mod stalled_bodies;
 mod waiting_runs;
