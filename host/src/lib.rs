@@ -61,6 +61,7 @@ pub use authority::{
     Host, HostBuilder, InputRef, LIST_CHANGED_POLL, MinuteCounts, PersonaGrants, RunDetail,
     RunOutput, RunReport, SkillGrantView, SkillStatus, ToolLatency,
 };
+pub use escape::escape_for_terminal;
 pub use state::sealing::SECRETS_KEY_FILE;
 
 // Typed errors at the host's boundary.

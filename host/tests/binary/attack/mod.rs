@@ -11,4 +11,5 @@ mod self_approval;
 mod sessions;
 mod slow_connections;
 mod stalled_bodies;
+mod terminal_escapes;
 mod waiting_runs;
