@@ -1,6 +1,9 @@
 //! Escaping of guest-controlled text before it reaches a log or a terminal,
 //! and redaction of secret values from any text the host records.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
 /// Returns `text` with every control character (ANSI escapes, bells,
 /// carriage returns…) written as a visible escape, cut to at most `max_bytes`
 /// bytes of input with a note of how much was cut. Newlines and tabs are
@@ -42,6 +45,27 @@ pub(crate) fn is_invisible(c: char) -> bool {
         | '\u{E0000}'..='\u{E0FFF}')
 }
 
+/// `text` with every character `hide` picks written as its JSON escape
+/// (`\u202e`; a pair of escapes beyond the first plane); `text` itself
+/// when it has none.
+fn json_escaped(text: &str, hide: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&hide) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hide(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `text` with every character that renders as nothing or reorders the
 /// text around it (bidi controls and marks, zero-width and other invisible
 /// format characters, blank fillers, tag characters, variation selectors)
@@ -54,23 +78,32 @@ pub(crate) fn is_invisible(c: char) -> bool {
 /// ```
 /// assert_eq!(skillhost::reveal_invisible("pay\u{200B}pal"), "pay\\u200bpal");
 /// ```
-pub fn reveal_invisible(text: &str) -> std::borrow::Cow<'_, str> {
-    use std::fmt::Write as _;
-    if !text.chars().any(is_invisible) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if is_invisible(c) {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                let _ = write!(out, "\\u{unit:04x}");
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+pub fn reveal_invisible(text: &str) -> Cow<'_, str> {
+    json_escaped(text, is_invisible)
+}
+
+/// `text` as it may reach a terminal: every control character but newline
+/// and tab (C0, DEL and C1: what starts an escape sequence, rings the bell
+/// or sends the cursor back over a line) and every invisible one (which
+/// hides or reorders text, see [`reveal_invisible`]) written as `\uXXXX`.
+/// That is how JSON writes a character too, so a JSON document passed
+/// through it reads back to the very same values (serde writes C0
+/// characters so already, but leaves C1 ones, DEL and the invisible ones
+/// raw). Text with none of them comes back as it was, not copied.
+///
+/// ```
+/// let shown = skillhost::escape_for_terminal("\u{1b}]0;title\u{7}ok\r\u{9b}2J");
+/// assert_eq!(shown, "\\u001b]0;title\\u0007ok\\u000d\\u009b2J");
+/// let json = serde_json::json!({"e": "a\u{9b}b\u{1b}\u{E0041}"}).to_string();
+/// let back: serde_json::Value =
+///     serde_json::from_str(&skillhost::escape_for_terminal(&json)).unwrap();
+/// assert_eq!(back["e"], "a\u{9b}b\u{1b}\u{E0041}");
+/// assert!(matches!(skillhost::escape_for_terminal("plain\n"), std::borrow::Cow::Borrowed(_)));
+/// ```
+pub fn escape_for_terminal(text: &str) -> Cow<'_, str> {
+    json_escaped(text, |c| {
+        (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
+    })
 }
 
 /// Lossily decodes captured bytes and escapes them.
@@ -107,6 +140,29 @@ mod tests {
     fn long_text_is_cut_on_a_char_boundary() {
         let s = escape_control(&"é".repeat(100), 7, true);
         assert!(s.starts_with("ééé") && s.contains("more bytes"));
+    }
+
+    #[test]
+    fn terminal_text_has_no_control_character_left_and_reads_back_as_json() {
+        let every: String = (0u32..0x300)
+            .chain(0x2000..0x2070)
+            .chain([0xfeff])
+            .filter_map(char::from_u32)
+            .collect();
+        let shown = escape_for_terminal(&every);
+        assert!(
+            shown
+                .chars()
+                .all(|c| c == '\n' || c == '\t' || !(c.is_control() || is_invisible(c))),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains("\\u001b") && shown.contains("\\u009b") && shown.contains("\\u202e")
+        );
+        let json = serde_json::json!({ "every": every }).to_string();
+        let back: serde_json::Value =
+            serde_json::from_str(&escape_for_terminal(&json)).expect("still JSON");
+        assert_eq!(back["every"].as_str(), Some(every.as_str()));
     }
 
     #[test]

@@ -87,6 +87,21 @@ pub const MIN_EPOCH_TICK: Duration = Duration::from_micros(100);
 /// its next request. `serve --header-timeout-secs` changes it.
 pub const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long an HTTP request's body may take, from the handler's first
+/// read, beyond the time its size explains at
+/// [`HTTP_BODY_MIN_BYTES_PER_SEC`]: 10 s, as for a head. A client sends a
+/// body right after its head; one that stops sending holds a connection
+/// (and, unauthenticated, a place in its address's cap) on purpose, and
+/// is cut with 408. `serve --body-timeout-secs` changes it.
+pub const HTTP_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The slowest an HTTP request's body may arrive: 1 KiB a second, each
+/// KiB earning it one more second past [`HTTP_BODY_READ_TIMEOUT`]. The
+/// slowest mobile link sends several times that, so a 25 MiB bundle
+/// upload over it arrives; a client that trickles a byte now and then to
+/// hold a connection is cut. `serve --body-min-bytes-per-sec` changes it.
+pub const HTTP_BODY_MIN_BYTES_PER_SEC: u64 = 1024;
+
 /// How long an HTTP connection may send and receive nothing while no
 /// request is being handled: 60 s, four times the 15 s keep-alive pings of
 /// an idle MCP event stream, so a listening client is never cut but one
@@ -131,6 +146,15 @@ pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// and a parked task, no timer: one watcher wakes them all on a change.
 pub const MCP_MAX_LISTEN_STREAMS: usize = 2048;
 
+/// Listening streams one caller (a persona, or the operator) may hold open
+/// at once, of both eras together: 32. A client listens on one stream per
+/// legacy session or subscription, a few per persona; and each stream
+/// holds a connection, so one caller must not come near the 256 that its
+/// address may hold (`HTTP_MAX_CONNECTIONS_PER_PEER`), which `/healthz`,
+/// the console and `/api` share with it. Over it a stream is refused with
+/// 503. `serve --max-listen-streams-per-caller` changes it.
+pub const MCP_MAX_LISTEN_STREAMS_PER_CALLER: usize = 32;
+
 /// How long a call waiting for approval may be approved by default: 15
 /// minutes. Long enough for an operator to notice the queue and decide; a
 /// call left longer is one whose agent has moved on, and approving it then
@@ -144,10 +168,16 @@ pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(900);
 pub const MAX_APPROVAL_TTL: Duration = Duration::from_secs(30 * 86_400);
 
 /// The longest time a `serve` flag accepts (`--header-timeout-secs`,
-/// `--idle-timeout-secs`, `--session-idle-secs`, `--grace-secs`): one week.
+/// `--body-timeout-secs`, `--idle-timeout-secs`, `--session-idle-secs`,
+/// `--grace-secs`): one week.
 /// Longer is no different in practice from never, and a deadline far enough
 /// out no longer fits the clock: the time now plus it would overflow.
 pub const SERVE_MAX_SECS: u64 = 7 * 86_400;
+
+/// The fastest minimum rate `serve --body-min-bytes-per-sec` accepts: 1 GiB
+/// a second, more than a host's network delivers; a higher minimum would
+/// cut every body that is not already in the server's buffers.
+pub const SERVE_MAX_BYTES_PER_SEC: u64 = 1 << 30;
 
 /// The largest count a `serve` flag accepts (`--max-connections` and the
 /// other caps on connections, sessions and streams): 1 048 576, Linux's

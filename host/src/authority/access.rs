@@ -12,7 +12,9 @@
 //!   signature (asymmetric algorithms only), `iss`, `aud` (must contain
 //!   [`FrontOAuth::resource`]), `exp` and `nbf` (with [`FrontOAuth::leeway`]);
 //! - with `introspection` set, any token is introspected (RFC 7662) and
-//!   the answer checked the same way;
+//!   the answer checked the same way: it must be active and give `iss`
+//!   (this issuer), `aud` and `exp`, which RFC 7662 leaves optional, and
+//!   an `nbf` it gives is checked too;
 //! - then its scopes must include [`FrontOAuth::required_scopes`] (else
 //!   `403 insufficient_scope`), and the claim [`FrontOAuth::persona_claim`]
 //!   must name an existing persona: the caller is that persona, with that
@@ -523,18 +525,46 @@ impl AccessVerifier {
             )));
         }
         let doc = read_json(resp).await.map_err(AccessRefusal::Unavailable)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        self.check_introspection(&doc, now)?;
+        Ok(doc)
+    }
+
+    /// Checks an introspection answer (RFC 7662) at `now` (seconds since
+    /// the epoch) as a JWT's claims are checked: active; `iss` present and
+    /// this front's issuer; `aud` naming this resource; `exp` present and
+    /// not past (with the leeway); `nbf`, when given, not ahead (with the
+    /// leeway). RFC 7662 makes `iss` and `exp` optional; this host refuses
+    /// an answer without them, since it could not tell whose token it is
+    /// or until when to accept it.
+    fn check_introspection(&self, doc: &Value, now: u64) -> Result<(), AccessRefusal> {
+        let invalid = |why: String| Err(AccessRefusal::Invalid(why));
         if doc.get("active").and_then(Value::as_bool) != Some(true) {
-            return Err(AccessRefusal::Invalid(
-                "the authorization server says the access token is not active".into(),
-            ));
+            return invalid("the authorization server says the access token is not active".into());
         }
-        if let Some(iss) = doc.get("iss").and_then(Value::as_str)
-            && iss != self.settings.issuer
-        {
-            return Err(AccessRefusal::Invalid(format!(
-                "the access token was not issued by {}",
-                self.settings.issuer
-            )));
+        match doc.get("iss") {
+            Some(Value::String(iss)) if iss == &self.settings.issuer => {}
+            Some(Value::String(_)) => {
+                return invalid(format!(
+                    "the access token was not issued by {}",
+                    self.settings.issuer
+                ));
+            }
+            Some(_) => {
+                return invalid(
+                    "the introspection answer's `iss` (the token's issuer) is not a string".into(),
+                );
+            }
+            None => {
+                return invalid(
+                    "the introspection answer names no issuer (`iss`): this host accepts only \
+                     tokens its authorization server says it issued"
+                        .into(),
+                );
+            }
         }
         let aud_ok = match doc.get("aud") {
             Some(Value::String(a)) => a == &self.settings.resource,
@@ -544,23 +574,43 @@ impl AccessVerifier {
             _ => false,
         };
         if !aud_ok {
-            return Err(AccessRefusal::Invalid(format!(
+            return invalid(format!(
                 "the access token is not for this resource (its audience is not {})",
                 self.settings.resource
-            )));
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        if let Some(exp) = doc.get("exp").and_then(Value::as_u64)
-            && exp.saturating_add(self.settings.leeway().as_secs()) < now
-        {
-            return Err(AccessRefusal::Invalid(
-                "the access token has expired".into(),
             ));
         }
-        Ok(doc)
+        let leeway = self.settings.leeway().as_secs();
+        match doc.get("exp").map(Value::as_u64) {
+            Some(Some(exp)) if exp.saturating_add(leeway) < now => {
+                return invalid("the access token has expired".into());
+            }
+            Some(Some(_)) => {}
+            Some(None) => {
+                return invalid(
+                    "the introspection answer's `exp` (the token's expiry) is not a number of \
+                     seconds"
+                        .into(),
+                );
+            }
+            None => {
+                return invalid(
+                    "the introspection answer gives no expiry (`exp`): this host accepts no \
+                     token without one"
+                        .into(),
+                );
+            }
+        }
+        match doc.get("nbf").map(Value::as_u64) {
+            Some(Some(nbf)) if nbf > now.saturating_add(leeway) => {
+                invalid("the access token is not valid yet (nbf)".into())
+            }
+            Some(None) => invalid(
+                "the introspection answer's `nbf` (when the token becomes valid) is not a number \
+                 of seconds"
+                    .into(),
+            ),
+            Some(Some(_)) | None => Ok(()),
+        }
     }
 
     fn check_claims(&self, claims: &Value) -> Result<AccessClaims, AccessRefusal> {
@@ -835,5 +885,182 @@ mod tests {
             v.check_claims(&serde_json::json!({"scope": "mcp", "skillhost_persona": "../etc"})),
             Err(AccessRefusal::Invalid(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod introspection_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Seconds since the epoch.
+    fn now() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs()
+    }
+
+    /// A real introspection endpoint on loopback answering whatever
+    /// `answer` holds at the time of each request.
+    async fn endpoint(answer: Arc<std::sync::Mutex<Value>>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app = axum::Router::new().route(
+            "/introspect",
+            axum::routing::post(move || {
+                let answer = answer.clone();
+                async move { axum::Json(answer.lock().expect("answer").clone()) }
+            }),
+        );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        format!("http://{addr}/introspect")
+    }
+
+    fn settings(endpoint: &str) -> FrontOAuth {
+        serde_json::from_value(json!({
+            "issuer": "https://id.example",
+            "resource": "https://agents.example/mcp",
+            "required_scopes": ["mcp"],
+            "introspection": {
+                "endpoint": endpoint,
+                "client_id": "skillhost",
+                "client_secret": "s3cret-of-the-resource",
+            },
+        }))
+        .expect("settings")
+    }
+
+    /// An active token's answer, valid now, for `ana`.
+    fn good() -> Value {
+        json!({
+            "active": true,
+            "iss": "https://id.example",
+            "aud": "https://agents.example/mcp",
+            "exp": now() + 600,
+            "scope": "mcp",
+            "skillhost_persona": "ana",
+        })
+    }
+
+    /// `good()` with `key` set to `value` (`None`: removed).
+    fn edited(key: &str, value: Option<Value>) -> Value {
+        let mut v = good();
+        match value {
+            Some(x) => v[key] = x,
+            None => {
+                v.as_object_mut().expect("object").remove(key);
+            }
+        }
+        v
+    }
+
+    /// Every introspection answer is held to what a JWT is held to: an
+    /// answer without `exp` or `iss`, with another `iss`, or for a token
+    /// not valid yet (`nbf` beyond the leeway) is refused, naming why.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn introspection_answers_need_exp_and_iss_and_a_token_already_valid() {
+        let answer = Arc::new(std::sync::Mutex::new(good()));
+        let v = AccessVerifier::new(settings(&endpoint(answer.clone()).await)).expect("verifier");
+        let leeway = CLOCK_LEEWAY.as_secs();
+        let cases: Vec<(&str, Value, Option<&str>)> = vec![
+            ("a good answer", good(), None),
+            (
+                "nbf within the leeway",
+                edited("nbf", Some(json!(now() + leeway / 2))),
+                None,
+            ),
+            ("nbf passed", edited("nbf", Some(json!(now() - 60))), None),
+            (
+                "nbf beyond the leeway",
+                edited("nbf", Some(json!(now() + leeway + 600))),
+                Some("not valid yet"),
+            ),
+            (
+                "nbf not a number",
+                edited("nbf", Some(json!("soon"))),
+                Some("`nbf`"),
+            ),
+            ("no exp", edited("exp", None), Some("`exp`")),
+            (
+                "exp not a number",
+                edited("exp", Some(json!("9999999999"))),
+                Some("`exp`"),
+            ),
+            (
+                "exp passed",
+                edited("exp", Some(json!(now() - leeway - 60))),
+                Some("expired"),
+            ),
+            ("no iss", edited("iss", None), Some("`iss`")),
+            (
+                "another iss",
+                edited("iss", Some(json!("https://evil.example"))),
+                Some("not issued by https://id.example"),
+            ),
+            (
+                "iss not a string",
+                edited("iss", Some(json!(["https://id.example"]))),
+                Some("`iss`"),
+            ),
+        ];
+        for (what, doc, refused) in cases {
+            *answer.lock().expect("answer") = doc;
+            let got = v.verify("opaque-token").await;
+            match (refused, got) {
+                (None, Ok(claims)) => assert_eq!(claims.persona, "ana", "{what}"),
+                (None, Err(e)) => panic!("{what}: refused: {e}"),
+                (Some(why), Ok(_)) => panic!("{what}: accepted (expected {why:?})"),
+                (Some(why), Err(e)) => {
+                    assert!(matches!(e, AccessRefusal::Invalid(_)), "{what}: {e:?}");
+                    assert!(e.to_string().contains(why), "{what}: {e}");
+                }
+            }
+        }
+    }
+
+    /// Each such refusal is a `refused` audit event naming why (and never
+    /// the token or the resource's secret).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_introspection_refusal_is_an_audit_event() {
+        let answer = Arc::new(std::sync::Mutex::new(edited("exp", None)));
+        let endpoint = endpoint(answer.clone()).await;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let data = tmp.path().join("data");
+        std::fs::create_dir_all(&data).expect("data");
+        std::fs::write(
+            data.join("settings.json"),
+            json!({ "front_oauth": settings(&endpoint) }).to_string(),
+        )
+        .expect("settings");
+        let host = crate::HostBuilder::new(&data).build().await.expect("host");
+        host.add_persona("ana", "").expect("persona");
+        let token = "opaque-access-token-of-ana";
+        for (doc, why) in [
+            (edited("exp", None), "`exp`"),
+            (edited("iss", None), "`iss`"),
+            (edited("nbf", Some(json!(now() + 3600))), "not valid yet"),
+        ] {
+            *answer.lock().expect("answer") = doc;
+            let e = host.access_token_caller(token).await.expect_err("refused");
+            assert!(e.to_string().contains(why), "{e}");
+            let events = host.event_page(10, None).expect("events").events;
+            let latest = events.first().expect("an event");
+            assert_eq!(latest.kind, "refused", "{latest:?}");
+            let detail = latest.detail.to_string();
+            assert!(detail.contains(why), "{detail}");
+            assert!(
+                !detail.contains(token) && !detail.contains("s3cret"),
+                "{detail}"
+            );
+        }
+        *answer.lock().expect("answer") = good();
+        let caller = host.access_token_caller(token).await.expect("accepted");
+        assert_eq!(caller.persona_id(), Some("ana"));
+        host.shutdown().await;
     }
 }

@@ -1,7 +1,9 @@
 //! One change watcher per host: it looks at the state generation every
 //! [`LIST_CHANGED_POLL`] and publishes a new value on a `watch` channel when
-//! the registry changed, in this process or another. Every listening MCP
-//! stream and session waits on it; no stream keeps a timer of its own.
+//! the registry or the persona tokens changed, in this process or another.
+//! Every listening MCP stream and session waits on it (a stream for its
+//! list changes, and to end when its token is revoked); no stream keeps a
+//! timer of its own.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,10 +17,10 @@ pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
 
 impl Host {
     /// A receiver that sees a new value whenever the host's state changes
-    /// (grants, personas, skills, MCP servers and their tools), in this
-    /// process or another, within [`LIST_CHANGED_POLL`]. One watcher task
-    /// serves every receiver; it stops when the last receiver is gone.
-    /// Needs a tokio runtime.
+    /// (grants, personas, skills, MCP servers and their tools, persona
+    /// tokens), in this process or another, within [`LIST_CHANGED_POLL`].
+    /// One watcher task serves every receiver; it stops when the last
+    /// receiver is gone. Needs a tokio runtime.
     ///
     /// ```no_run
     /// # async fn f(host: skillhost::Host) {
@@ -34,6 +36,7 @@ impl Host {
             let weak = Arc::downgrade(&self.inner);
             tokio::spawn(async move {
                 let mut last = weak.upgrade().and_then(|h| h.last_read());
+                let mut last_tokens = weak.upgrade().and_then(|h| h.token_personas().ok());
                 loop {
                     // A notification of the change feed (on a database
                     // replicas share) looks at once; else every poll.
@@ -59,15 +62,26 @@ impl Host {
                         }
                         drop(watching);
                     }
-                    let now = match inner.registry() {
-                        Ok(r) => r,
-                        Err(e) => {
-                            tracing::debug!("cannot read the host state: {e:#}");
-                            continue;
+                    let mut changed = false;
+                    match inner.registry() {
+                        Ok(now) if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &now)) => {
+                            last = Some(now);
+                            changed = true;
                         }
-                    };
-                    if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &now)) {
-                        last = Some(now);
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!("cannot read the host state: {e:#}"),
+                    }
+                    // The tokens apart: removing one changes no tool list,
+                    // but ends the streams it opened.
+                    match inner.token_personas() {
+                        Ok(now) if !last_tokens.as_ref().is_some_and(|l| Arc::ptr_eq(l, &now)) => {
+                            last_tokens = Some(now);
+                            changed = true;
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!("cannot read the tokens: {e:#}"),
+                    }
+                    if changed {
                         inner.changes.send_modify(|v| *v = v.wrapping_add(1));
                     }
                 }

@@ -135,8 +135,18 @@ impl Host {
         if !well_formed(token) {
             return Ok(None);
         }
+        self.token_digest_persona(&token_digest(token))
+    }
+
+    /// The persona the token whose sha256 is `digest` acts as; `None` once
+    /// it is removed (or its persona). A stream opened with the token
+    /// asks this again on every change, without keeping the token itself.
+    pub(crate) fn token_digest_persona(
+        &self,
+        digest: &[u8; 32],
+    ) -> Result<Option<String>, StateError> {
         let personas = self.inner.token_personas()?;
-        Ok(personas.get(&hex::encode(token_digest(token))).cloned())
+        Ok(personas.get(&hex::encode(digest)).cloned())
     }
 
     /// The admin token (created in the data dir, mode 0600, when missing):
@@ -168,8 +178,9 @@ pub(crate) struct TokenSnapshot {
 
 impl HostInner {
     /// Every token's persona by the token's sha256 (hex), from the snapshot
-    /// (see [`TokenSnapshot`]).
-    fn token_personas(&self) -> anyhow::Result<Arc<HashMap<String, String>>> {
+    /// (see [`TokenSnapshot`]): the same map until the tokens change, so
+    /// the change watcher tells a change by the pointer.
+    pub(super) fn token_personas(&self) -> anyhow::Result<Arc<HashMap<String, String>>> {
         {
             let snap = lock(&self.tokens);
             if self.still_fresh(snap.checked_at, snap.feed_epoch) {

@@ -5,6 +5,50 @@
 //! one line on stderr says why: the host's typed errors carry a message
 //! naming what was wrong and what to do); 2 the command line is malformed;
 //! 3 the call waits for approval (`skillhost runs approve RUN`).
+//!
+//! What the CLI prints is often not its own: a run's error echoes a
+//! persona's arguments, a guest's or an MCP server's words; a listing
+//! shows names and descriptions from files. None of it may drive the
+//! operator's terminal (set its title, clear it, write over a line), so
+//! every `println!`, `eprintln!`, `print!` and `eprint!` in `cli/` is the
+//! one defined below, which passes the whole text through
+//! [`skillhost::escape_for_terminal`] (human output and `--json` alike:
+//! the escape is JSON's own), and the log's writer escapes what tracing's
+//! own sanitizing leaves ([`LogWriter`]).
+
+// The macros every module of `cli/` prints with (declared before them, so
+// they shadow std's there): std's, with the text escaped for a terminal.
+macro_rules! println {
+    () => {
+        ::std::println!()
+    };
+    ($($arg:tt)*) => {
+        ::std::println!("{}", ::skillhost::escape_for_terminal(&::std::format!($($arg)*)))
+    };
+}
+
+macro_rules! eprintln {
+    () => {
+        ::std::eprintln!()
+    };
+    ($($arg:tt)*) => {
+        ::std::eprintln!("{}", ::skillhost::escape_for_terminal(&::std::format!($($arg)*)))
+    };
+}
+
+#[allow(unused_macros)] // kept beside println! so no module prints unescaped
+macro_rules! print {
+    ($($arg:tt)*) => {
+        ::std::print!("{}", ::skillhost::escape_for_terminal(&::std::format!($($arg)*)))
+    };
+}
+
+#[allow(unused_macros)] // kept beside eprintln! so no module prints unescaped
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        ::std::eprint!("{}", ::skillhost::escape_for_terminal(&::std::format!($($arg)*)))
+    };
+}
 
 mod author;
 mod demo;
@@ -351,7 +395,7 @@ fn init_tracing(verbose: u8) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogWriter(std::io::stderr()))
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter)
         .with_filter(tracing_subscriber::filter::filter_fn(not_guest_arguments));
@@ -368,6 +412,31 @@ fn init_tracing(verbose: u8) {
 /// guest's) are kept.
 fn not_guest_arguments(meta: &tracing::Metadata<'_>) -> bool {
     !(*meta.level() == tracing::Level::TRACE && meta.target().starts_with("wasmtime_wasi"))
+}
+
+/// The log's writer: stderr, with what could drive a terminal escaped.
+/// tracing's formatter already writes each ESC, BEL and C1 character of an
+/// event's text escaped, so an ESC that reaches this writer is the colour
+/// it puts around a level (when stderr is a terminal) and passes; the
+/// rest (a carriage return, other C0 characters, the invisible ones) is
+/// escaped as [`skillhost::escape_for_terminal`] does. tracing writes each
+/// event whole, in one call.
+struct LogWriter(std::io::Stderr);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let shown: Vec<_> = text
+            .split('\u{1b}')
+            .map(skillhost::escape_for_terminal)
+            .collect();
+        self.0.write_all(shown.join("\u{1b}").as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// The sandbox for this data dir, with its compiled-code cache.

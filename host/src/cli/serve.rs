@@ -49,6 +49,17 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "SECS", requires = "http",
           default_value_t = skillhost::HTTP_HEADER_READ_TIMEOUT.as_secs())]
     header_timeout_secs: u64,
+    /// HTTP: how long a request's body may take from when it is first
+    /// read, in seconds, besides one second per --body-min-bytes-per-sec
+    /// bytes it sent; a slower body is cut (408).
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = skillhost::HTTP_BODY_READ_TIMEOUT.as_secs())]
+    body_timeout_secs: u64,
+    /// HTTP: the slowest a request's body may arrive, in bytes per second
+    /// (each this many bytes earn it one more second).
+    #[arg(long, value_name = "BYTES", requires = "http",
+          default_value_t = skillhost::HTTP_BODY_MIN_BYTES_PER_SEC)]
+    body_min_bytes_per_sec: u64,
     /// HTTP: how long a connection may send and receive nothing while no
     /// request is being handled, in seconds.
     #[arg(long, value_name = "SECS", requires = "http",
@@ -82,6 +93,11 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "N", requires = "http",
           default_value_t = skillhost::MCP_MAX_LISTEN_STREAMS)]
     max_listen_streams: usize,
+    /// HTTP: listening streams open at once for one persona (or the
+    /// operator).
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = skillhost::MCP_MAX_LISTEN_STREAMS_PER_CALLER)]
+    max_listen_streams_per_caller: usize,
     /// Forget, every hour, what is older than AGE (as `skillhost gc
     /// --older-than AGE` does: decided runs, events, unreferenced ref
     /// blobs). Off by default: nothing is deleted unless asked.
@@ -163,6 +179,13 @@ async fn serve_http(
     let count = |flag, value: usize| (flag, value as u64, 1, skillhost::SERVE_MAX_COUNT as u64);
     for (flag, value, least, most) in [
         secs("--header-timeout-secs", args.header_timeout_secs),
+        secs("--body-timeout-secs", args.body_timeout_secs),
+        (
+            "--body-min-bytes-per-sec",
+            args.body_min_bytes_per_sec,
+            1,
+            skillhost::SERVE_MAX_BYTES_PER_SEC,
+        ),
         secs("--idle-timeout-secs", args.idle_timeout_secs),
         secs("--session-idle-secs", args.session_idle_secs),
         (
@@ -176,6 +199,10 @@ async fn serve_http(
         count("--max-sessions", args.max_sessions),
         count("--max-sessions-per-caller", args.max_sessions_per_caller),
         count("--max-listen-streams", args.max_listen_streams),
+        count(
+            "--max-listen-streams-per-caller",
+            args.max_listen_streams_per_caller,
+        ),
     ] {
         anyhow::ensure!(
             (least..=most).contains(&value),
@@ -196,6 +223,8 @@ async fn serve_http(
     let host = super::open_host(data_dir).await?;
     let limits = skillhost::HttpLimits {
         header_read_timeout: Duration::from_secs(args.header_timeout_secs),
+        body_read_timeout: Duration::from_secs(args.body_timeout_secs),
+        body_min_rate: args.body_min_bytes_per_sec,
         idle_timeout: Duration::from_secs(args.idle_timeout_secs),
         max_connections: args.max_connections,
         max_per_peer: args.max_connections_per_peer.min(args.max_connections),
@@ -203,6 +232,9 @@ async fn serve_http(
         max_sessions_per_caller: args.max_sessions_per_caller.min(args.max_sessions),
         session_idle: Duration::from_secs(args.session_idle_secs),
         max_listen_streams: args.max_listen_streams,
+        max_listen_streams_per_caller: args
+            .max_listen_streams_per_caller
+            .min(args.max_listen_streams),
     };
     let mut builder = skillhost::HttpServerBuilder::new(host.clone(), addr)
         .limits(limits)

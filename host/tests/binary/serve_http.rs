@@ -213,8 +213,14 @@ fn out_of_range_serve_flags_are_refused_naming_the_flag() {
         ("--max-sessions", huge.as_str()),
         ("--max-sessions-per-caller", huge.as_str()),
         ("--max-listen-streams", huge.as_str()),
+        ("--max-listen-streams-per-caller", huge.as_str()),
+        ("--body-timeout-secs", huge.as_str()),
+        ("--body-min-bytes-per-sec", huge.as_str()),
         ("--idle-timeout-secs", "0"),
         ("--max-connections", "0"),
+        ("--max-listen-streams-per-caller", "0"),
+        ("--body-timeout-secs", "0"),
+        ("--body-min-bytes-per-sec", "0"),
     ] {
         let o = skillhost(
             work.path(),
@@ -250,10 +256,17 @@ fn out_of_range_serve_flags_are_refused_naming_the_flag() {
             "604800",
             "--session-idle-secs",
             "604800",
+            "--body-timeout-secs",
+            "604800",
+            "--body-min-bytes-per-sec",
+            "1",
         ],
     );
     let (status, body) = request(server.port, "GET", "/healthz", &[]);
     assert_eq!(status, 200, "{body}");
+    // A request with a body is read under the longest body deadline.
+    let (status, body) = request(server.port, "POST", "/mcp", &[]);
+    assert_eq!(status, 401, "{body}");
 }
 
 /// The pids of `parent`'s children whose command line mentions `needle`.

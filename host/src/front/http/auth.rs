@@ -88,6 +88,17 @@ impl AppState {
         })
     }
 
+    /// The sha256 of the request's bearer token when it is a persona token
+    /// (not the admin token, not an OAuth access token): a stream the
+    /// request opens ends once that token is revoked.
+    pub(crate) fn persona_token_digest(&self, headers: &HeaderMap) -> Option<[u8; 32]> {
+        let token = bearer(headers)?;
+        if self.is_admin(token) {
+            return None;
+        }
+        matches!(self.inner.host.token_persona(token), Ok(Some(_))).then(|| token_digest(token))
+    }
+
     /// The caller a skillhost token (the admin token, a persona token)
     /// stands for; `None` for a token that is neither.
     #[allow(clippy::result_large_err)] // the rejection is the response itself

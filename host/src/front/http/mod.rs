@@ -31,6 +31,7 @@ mod auth;
 mod lane;
 mod listener;
 mod origin;
+mod streams;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -88,8 +89,8 @@ pub(crate) struct StateInner {
     /// The server's limits.
     limits: HttpLimits,
     /// Listening streams open now (legacy GET streams and 2026-07-28
-    /// `subscriptions/listen`).
-    listening: Arc<std::sync::atomic::AtomicUsize>,
+    /// `subscriptions/listen`), in all and per caller.
+    streams: Arc<streams::Streams>,
     /// The 2026-07-28 `subscriptions/listen` streams among them: at
     /// shutdown each gets its final result before the sessions end.
     listens: TaskTracker,
@@ -245,9 +246,12 @@ impl AppState {
 struct Tracked {
     inner: Body,
     _token: Option<TaskTrackerToken>,
-    _listening: Option<Listening>,
+    _stream: Option<streams::StreamSlot>,
     /// Held by a `subscriptions/listen` stream (tracked in `listens`).
     _listen: Option<TaskTrackerToken>,
+    /// A stream opened with a persona token: ends it once the token is
+    /// revoked.
+    revoked: Option<streams::Revoked>,
 }
 
 impl http_body::Body for Tracked {
@@ -258,11 +262,19 @@ impl http_body::Body for Tracked {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        if let Some(revoked) = self.revoked.as_mut()
+            && revoked.as_mut().poll(cx).is_ready()
+        {
+            // The token was revoked: the stream ends here.
+            self.revoked = None;
+            self.inner = Body::empty();
+            return Poll::Ready(None);
+        }
         Pin::new(&mut self.inner).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.revoked.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
@@ -276,10 +288,22 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
         Ok(c) => c,
         Err(resp) => return refuse_unread(req, resp).await,
     };
+    let cut = req.extensions().get::<listener::BodyCut>().cloned();
+    let resp = serve_mcp(&st, &caller, req).await;
+    // Its body came too slowly (the listener answers 408): a refusal of
+    // this caller like any other.
+    if let Some(why) = cut.as_ref().and_then(listener::BodyCut::reason) {
+        st.host().refused(&caller, "", "mcp request", why);
+    }
+    resp
+}
+
+/// Serves an `/mcp` request of `caller` (authenticated).
+async fn serve_mcp(st: &AppState, caller: &Caller, req: Request) -> Response {
     // A plain sessionless call: answered by the lane, else rmcp's after all.
     let req = if req.method() == Method::POST && req.headers().contains_key("mcp-name") {
         let token = st.inner.in_flight.token();
-        let front = st.front(&caller);
+        let front = st.front(caller);
         match lane::take(&front, req, &st.inner.mcp_ct).await {
             lane::Taken::Answered(resp) => {
                 drop(token);
@@ -303,28 +327,31 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
     let new_session = req.method() == Method::POST
         && !req.headers().contains_key("mcp-session-id")
         && !req.headers().contains_key("mcp-method");
-    if new_session && let Err(why) = st.session_room(&caller).await {
-        st.host().refused(&caller, "", "mcp session", &why);
+    if new_session && let Err(why) = st.session_room(caller).await {
+        st.host().refused(caller, "", "mcp session", &why);
         return too_many(why);
     }
     let listening = if stream {
-        match Listening::start(&st.inner.listening, st.inner.limits.max_listen_streams) {
-            Some(l) => Some(l),
-            None => {
-                let why = format!(
-                    "too many listening streams on this server (at most {}): retry later",
-                    st.inner.limits.max_listen_streams
-                );
-                st.host().refused(&caller, "", "mcp stream", &why);
+        match st.inner.streams.open(caller, &st.inner.limits) {
+            Ok(slot) => Some(slot),
+            Err(why) => {
+                st.host().refused(caller, "", "mcp stream", &why);
                 return too_many(why);
             }
         }
     } else {
         None
     };
+    // A stream opened with a persona token ends when the token is revoked.
+    let revoked = match (&listening, caller.persona_id()) {
+        (Some(_), Some(persona)) => st
+            .persona_token_digest(req.headers())
+            .map(|digest| streams::revoked(st.host().clone(), digest, persona.to_string())),
+        _ => None,
+    };
     let token = (req.method() == Method::POST && !listen).then(|| st.inner.in_flight.token());
     let listen = listen.then(|| st.inner.listens.token());
-    let mut service = st.service(&caller).service;
+    let mut service = st.service(caller).service;
     let resp = match tower_service::Service::call(&mut service, req).await {
         Ok(r) => r,
         Err(never) => match never {},
@@ -335,16 +362,18 @@ async fn mcp(State(st): State<AppState>, req: Request) -> Response {
             Body::new(Tracked {
                 inner,
                 _token: Some(token),
-                _listening: None,
+                _stream: None,
                 _listen: None,
+                revoked: None,
             })
         }),
         (None, Some(listening)) => resp.map(|inner| {
             Body::new(Tracked {
                 inner,
                 _token: None,
-                _listening: Some(listening),
+                _stream: Some(listening),
                 _listen: listen,
+                revoked,
             })
         }),
         (None, None) => resp,
@@ -385,7 +414,7 @@ fn too_many(why: String) -> Response {
         .into_response()
 }
 
-/// A listening stream open (counted while alive).
+/// A console live stream open (counted while alive).
 pub(crate) struct Listening(Arc<std::sync::atomic::AtomicUsize>);
 
 impl Listening {
@@ -628,7 +657,7 @@ impl HttpServerBuilder {
                 admin_digest: token_digest(&admin),
                 origin: OriginPolicy::new(local_addr, &self.allowed_hosts),
                 services: Mutex::new(HashMap::new()),
-                listening: Arc::default(),
+                streams: Arc::default(),
                 listens: TaskTracker::new(),
                 limits: self.limits,
                 elicitation: self.elicitation,

@@ -154,7 +154,12 @@ fn serve_help_shows_the_limits() {
         "--idle-timeout-secs",
         "--max-connections",
         "--max-connections-per-peer",
+        "--body-timeout-secs",
+        "--body-min-bytes-per-sec",
+        "--max-listen-streams-per-caller",
         "[default: 10]",
+        "[default: 1024]",
+        "[default: 32]",
         "[default: 256]",
     ] {
         assert!(help.contains(flag), "`{flag}` not in:\n{help}");
