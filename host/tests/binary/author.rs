@@ -326,24 +326,24 @@ fn build_names_the_missing_toolchain_and_how_to_install_it() {
 
 #[test]
 fn install_compiles_once_and_no_call_pays_compilation() {
-    // A Python skill (a large component): `install` compiles and caches
-    // it; the calls after it, each a new process, take it from the cache.
+    // `install` compiles and caches the component; the calls after it,
+    // each a new process, take it from the cache. (A Rust component: the
+    // cache does not care about the guest's language, and a Python one
+    // would spend a minute of CI compiling what this proves in seconds.)
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
-    let bundle = work.path().join("py.skill");
-    // plugins/py-stats with the component the test artifacts built from it.
-    let skill = work.path().join("py-stats");
+    let bundle = work.path().join("json.skill");
+    // plugins/json-tools with the component the test artifacts built from it.
+    let skill = work.path().join("json-tools");
     std::fs::create_dir(&skill).unwrap();
-    for f in ["skill.yaml", "app.py"] {
-        std::fs::copy(
-            Path::new(skillhost_test_plugins::PY_STATS_DIR).join(f),
-            skill.join(f),
-        )
-        .unwrap();
-    }
     std::fs::copy(
-        skillhost_test_plugins::PY_STATS_WASM_PATH,
-        skill.join("py_stats.wasm"),
+        Path::new(skillhost_test_plugins::JSON_TOOLS_DIR).join("skill.yaml"),
+        skill.join("skill.yaml"),
+    )
+    .unwrap();
+    std::fs::copy(
+        skillhost_test_plugins::JSON_TOOLS_WASM_PATH,
+        skill.join("json_tools.wasm"),
     )
     .unwrap();
     let o = run_with_toolchains(
@@ -364,6 +364,7 @@ fn install_compiles_once_and_no_call_pays_compilation() {
             "install",
             bundle.to_str().unwrap(),
             "--allow-untrusted",
+            "--replace-builtin",
         ],
     )
     .env_remove(skillhost::COMPILE_CACHE_ENV)
@@ -384,7 +385,7 @@ fn install_compiles_once_and_no_call_pays_compilation() {
     };
     let after_install = cached();
     assert_eq!(after_install.len(), 1, "{after_install:?}");
-    let o = skillhost(&data, &["skills", "trust", "py-stats"]);
+    let o = skillhost(&data, &["skills", "trust", "json-tools"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for _ in 0..2 {
         let o = common::command(
@@ -392,9 +393,9 @@ fn install_compiles_once_and_no_call_pays_compilation() {
             &[
                 "-vv",
                 "call",
-                "stats.describe",
+                "json.query",
                 "--args",
-                r#"{"numbers":[1,2,3]}"#,
+                r#"{"document":{"a":[1,2]},"pointer":"/a/1"}"#,
             ],
         )
         .env_remove(skillhost::COMPILE_CACHE_ENV)

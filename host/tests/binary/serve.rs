@@ -292,7 +292,6 @@ fn check_skills(report: &Value) {
     );
 }
 
-on_each_database! {
 #[test]
 fn python_sdk_client_over_stdio_modern_era() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -300,16 +299,15 @@ fn python_sdk_client_over_stdio_modern_era() {
     let report = run_client(&data, "auto");
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     check(&report, &data);
-}}
+}
 
-on_each_database! {
 #[test]
 fn python_sdk_client_over_stdio_legacy_era() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = data_dir(work.path());
     let report = run_client(&data, "legacy");
     check(&report, &data);
-}}
+}
 
 #[test]
 fn unknown_persona_fails_at_start() {

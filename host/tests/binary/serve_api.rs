@@ -315,7 +315,6 @@ fn operations(doc: &Value) -> BTreeSet<String> {
     out
 }
 
-on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_is_documented_and_needs_the_admin_token() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -408,7 +407,7 @@ async fn every_route_is_documented_and_needs_the_admin_token() {
         .await
         .expect("answered");
     assert_eq!(resp.status().as_u16(), 200);
-}}
+}
 
 on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -681,7 +680,6 @@ async fn bundles_install_by_upload_then_enable_disable_trust_uninstall() {
     assert!(staging.is_empty(), "staging leftovers: {staging:?}");
 }}
 
-on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_over_the_limit_are_refused_with_the_limit_named() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -767,7 +765,7 @@ async fn uploads_over_the_limit_are_refused_with_the_limit_named() {
     assert_eq!(status, 200, "{body}");
     let (status, body) = api.delete(&format!("/api/refs/{ref_id}")).await;
     assert_eq!(status, 404, "{body}");
-}}
+}
 
 on_each_database! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

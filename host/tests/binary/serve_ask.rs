@@ -362,7 +362,6 @@ fn rounds_carry_their_answers_and_the_state_cannot_be_bent() {
     c.still_answers(&bob);
 }}
 
-on_each_database! {
 #[test]
 fn answers_are_checked_and_only_declared_capabilities_are_asked() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -447,9 +446,8 @@ fn answers_are_checked_and_only_declared_capabilities_are_asked() {
     assert!(text(result).contains("permissions.roots"), "{r:?}");
     assert!(result.get("inputRequests").is_none(), "{r:?}");
     c.still_answers(&ana);
-}}
+}
 
-on_each_database! {
 #[test]
 fn a_prompt_asks_for_the_arguments_it_was_not_given() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -521,7 +519,7 @@ fn a_prompt_asks_for_the_arguments_it_was_not_given() {
         );
     }
     c.still_answers(&ana);
-}}
+}
 
 on_each_database! {
 /// The same with the official Python SDK's client in both eras: its

@@ -145,13 +145,12 @@ fn modern_client_confirms_through_input_required() {
     check(&data, "auto");
 }}
 
-on_each_database! {
 #[test]
 fn legacy_client_confirms_through_elicitation_requests() {
     let work = tempfile::tempdir().expect("tempdir");
     let data = data_dir(work.path());
     check(&data, "legacy");
-}}
+}
 
 on_each_database! {
 /// With `--no-elicitation` the user is never asked: the call waits for an

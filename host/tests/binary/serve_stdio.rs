@@ -132,7 +132,6 @@ fn words(answer: &Value) -> Option<u64> {
     answer["result"]["structuredContent"]["words"].as_u64()
 }
 
-on_each_database! {
 #[test]
 fn the_stdio_lane_survives_hostile_lines() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -281,7 +280,7 @@ fn the_stdio_lane_survives_hostile_lines() {
                 && e["tool"] == "text.word_count"),
         "no refusal recorded: {events}"
     );
-}}
+}
 
 /// The `_meta` of a 2026-07-28 request, with `extra` keys.
 fn era_meta(extra: Value) -> Value {

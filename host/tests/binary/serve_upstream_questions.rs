@@ -222,7 +222,6 @@ fn a_question_no_client_can_answer_goes_to_the_operator() {
     );
 }}
 
-on_each_database! {
 /// Declined by the operator: the server is told so.
 #[test]
 fn the_operator_may_decline_a_question() {
@@ -241,4 +240,4 @@ fn the_operator_may_decline_a_question() {
         text(&report["result"]).to_lowercase().contains("decline"),
         "{report}"
     );
-}}
+}

@@ -83,7 +83,6 @@ fn text(report: &Value) -> String {
         .unwrap_or_default()
 }
 
-on_each_database! {
 #[test]
 fn without_the_operator_a_server_gets_no_sampling_or_roots() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -133,9 +132,8 @@ fn without_the_operator_a_server_gets_no_sampling_or_roots() {
         "{}",
         stderr(&bad)
     );
-}}
+}
 
-on_each_database! {
 #[test]
 fn allowed_requests_reach_the_persona_client_and_its_answer_the_server() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -176,4 +174,4 @@ fn allowed_requests_reach_the_persona_client_and_its_answer_the_server() {
         failed.contains("sampling") && (r["error"].is_string() || r["result"]["isError"] == true),
         "{r}"
     );
-}}
+}

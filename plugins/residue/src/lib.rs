@@ -4,7 +4,7 @@
 //! stack; `residue.scan`, in a later call (for another persona), grows
 //! memory to the size the fill's had and reads every word of it, counting
 //! the marker's words.
-//! The host's suite (`tests/sandbox.rs`) expects none: every call gets a
+//! The host's suite (`tests/e2e/sandbox.rs`) expects none: every call gets a
 //! fresh instance whose memory holds the component's image and zeros.
 //!
 //! The marker is position dependent (each word is a hash of the seed and of

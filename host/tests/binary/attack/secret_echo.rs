@@ -663,30 +663,15 @@ async fn an_echoed_secret_placed_in_any_field_reaches_no_record_listing_page_or_
         assert_eq!(status, 200, "{path}: {resp}");
         printed.push((format!("GET {path}"), resp));
     }
-    let origin = format!("http://127.0.0.1:{port}");
-    let (status, resp) = request(
-        port,
-        "POST",
-        "/sign-in",
-        &[("Origin", &origin)],
-        Some(&format!("token={admin}")),
-    );
-    assert_eq!(status, 303, "{resp}");
-    let cookie = resp
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .starts_with("set-cookie:")
-                .then(|| l["set-cookie:".len()..].trim().to_string())
-        })
-        .and_then(|c| c.split(';').next().map(str::to_string))
-        .expect("a session cookie");
+    // The console as its script reads it: signed in, each page fetched
+    // with the session's cookie and CSRF header.
+    let signed = crate::console::sign_in(port, &admin);
     let mut pages = vec!["/runs".to_string(), "/approvals".to_string()];
     pages.extend(all_ids.iter().map(|id| format!("/runs/{id}")));
     for path in pages {
-        let (status, resp) = request(port, "GET", &path, &[("Cookie", &cookie)], None);
-        assert_eq!(status, 200, "{path}: {resp}");
-        printed.push((format!("console {path}"), resp));
+        let reply = crate::console::page(port, &signed, &path);
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        printed.push((format!("console {path}"), reply.body));
     }
     let open = assert_files_clean(&data, "while served");
     printed.push(("serve --http's log".into(), server.stop()));

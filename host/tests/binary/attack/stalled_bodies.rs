@@ -87,8 +87,13 @@ async fn healthz_from(source: Ipv4Addr, port: u16) -> bool {
 /// the review named: the console's sign-in and bundle upload (no session
 /// needed to be read), and `/mcp` with a persona token through rmcp and
 /// through the lane.
-fn stalled_requests(port: u16, token: &str) -> Vec<(&'static str, String, Vec<u8>)> {
+fn stalled_requests(
+    port: u16,
+    token: &str,
+    console: &crate::console::Signed,
+) -> Vec<(&'static str, String, Vec<u8>)> {
     let host = format!("127.0.0.1:{port}");
+    let (cookie, csrf) = (&console.cookie, &console.csrf);
     vec![
         (
             "/sign-in",
@@ -101,7 +106,8 @@ fn stalled_requests(port: u16, token: &str) -> Vec<(&'static str, String, Vec<u8
         (
             "/skills/verify",
             format!(
-                "POST /skills/verify HTTP/1.1\r\nHost: {host}\r\n\
+                "POST /skills/verify HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\n\
+                 X-Skillhost-Csrf: {csrf}\r\n\
                  Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000\r\n\r\n"
             ),
             b"--XyZ\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"a.skill\"\r\n\
@@ -129,6 +135,9 @@ fn stalled_requests(port: u16, token: &str) -> Vec<(&'static str, String, Vec<u8
         ),
     ]
 }
+
+/// The console's `CONSOLE_MAX_CONCURRENT_UPLOADS` (in `limits.rs`).
+const CONCURRENT_UPLOADS: usize = 2;
 
 fn persona_token(data: &std::path::Path) -> String {
     for args in [
@@ -170,7 +179,11 @@ async fn stalled_bodies_are_cut_on_every_route() {
 
     let opened = Instant::now();
     let mut open = Vec::new();
-    for (route, head, partial) in stalled_requests(port, &token) {
+    // The upload is read only from a signed-in console session (it is
+    // refused before its body otherwise), so the stalled one has one.
+    let admin = crate::console::admin_token(&data);
+    let console = crate::console::sign_in(port, &admin);
+    for (route, head, partial) in stalled_requests(port, &token, &console) {
         for _ in 0..64 {
             open.push((route, stalled(attacker, port, &head, &partial).await));
         }
@@ -203,7 +216,18 @@ async fn stalled_bodies_are_cut_on_every_route() {
             );
         }
     }
+    // Uploads beyond the console's concurrent-upload cap are refused
+    // before their bodies are read; the cap's worth are cut by the deadline.
+    let mut uploads_cut = 0;
     for (route, answer) in &answers {
+        if *route == "/skills/verify" && answer.starts_with("HTTP/1.1 503") {
+            assert!(
+                answer.contains("upload"),
+                "{route}: the refusal does not say why: {answer:?}"
+            );
+            continue;
+        }
+        uploads_cut += usize::from(*route == "/skills/verify");
         assert!(
             answer.starts_with("HTTP/1.1 408"),
             "{route}: not a 408: {answer:?}"
@@ -213,6 +237,10 @@ async fn stalled_bodies_are_cut_on_every_route() {
             "{route}: the refusal does not say why: {answer:?}"
         );
     }
+    assert_eq!(
+        uploads_cut, CONCURRENT_UPLOADS,
+        "the stalled uploads within the cap were not all cut by the deadline"
+    );
     // The attacker's address is served again: its connections are gone.
     assert!(
         healthz_from(attacker, port).await,

@@ -36,7 +36,7 @@ use skillhost_e2e::peers;
 use skillhost_mcp::{McpConfig, Secret, ServerConfig};
 use skillhost_test_plugins as art;
 
-#[path = "peers/database.rs"]
+#[path = "../peers/database.rs"]
 mod database;
 
 // ---------------------------------------------------------------------------
