@@ -125,13 +125,13 @@ pub use limits::{
     SERVE_MAX_BYTES_PER_SEC, SERVE_MAX_COUNT, SERVE_MAX_SECS, TABLE_KEEP_RESIDENT,
 };
 pub use sandbox::{
-    AddressClass, AskError, AskFuture, AskStop, Asker, CallError, CallFailure, CallOptions,
-    CallOutput, Capabilities, ClientCapability, ClientReach, DenyReason, GuestLogLevel,
-    GuestLogLine, INVALID_OUTBOUND_FIELD, InputAnswer, InputQuestion, InputRequest,
+    AddressClass, AskError, AskFuture, AskStop, Asker, AssetsFolder, CallError, CallFailure,
+    CallOptions, CallOutput, Capabilities, ClientCapability, ClientReach, DenyReason,
+    GuestLogLevel, GuestLogLine, INVALID_OUTBOUND_FIELD, InputAnswer, InputQuestion, InputRequest,
     InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink,
     MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome,
-    OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme, SecretHeader, SecretValue,
-    SkillComponent, ToolError, TrapReason, is_question_key,
+    OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme, ScratchLimit, SecretHeader,
+    SecretValue, SkillComponent, ToolError, TrapReason, is_question_key,
 };
 
 // State: the data dir and its records.

@@ -787,6 +787,64 @@ pub const MAX_BUILD_SOURCE_FILES: usize = 10_000;
 /// most.
 pub const MAX_BUILD_SOURCE_FILES_RECORDED: usize = 256;
 
+// --- the in-memory filesystem -------------------------------------------------
+
+/// Largest total of the file bytes in one script call's scratch folder:
+/// 256 MiB, a document, its unpacked XML and the result several times
+/// over. The scratch folder is host memory: a sparse write counts its
+/// logical size (`seek(2**40); write(b"1")` is refused before anything is
+/// allocated). Past it the script's write fails with `ENOSPC`.
+pub const MAX_SCRATCH_BYTES: u64 = 256 << 20;
+
+/// Most files and folders in one script call's scratch folder: 4096. An
+/// unpacked presentation has hundreds of parts; ten thousand tiny files is
+/// the attack (each costs host memory and a directory entry). Past it the
+/// script's create fails with `ENOSPC`.
+pub const MAX_SCRATCH_FILES: usize = 4096;
+
+/// Longest name of a file or folder in the scratch folder: 255 bytes,
+/// Linux's `NAME_MAX`. Past it a create fails with `ENAMETOOLONG`.
+pub const MAX_SCRATCH_NAME_BYTES: usize = 255;
+
+/// Longest path in the scratch folder, from its root: 1024 bytes, a path a
+/// person can still read. Past it a create fails with `ENAMETOOLONG`.
+pub const MAX_SCRATCH_PATH_BYTES: usize = 1024;
+
+/// Deepest folder nesting in the scratch folder: 32 levels. Real layouts
+/// are a handful deep; deeper is a loop. Past it a create fails with
+/// `ENOSPC`.
+pub const MAX_SCRATCH_DEPTH: usize = 32;
+
+/// Scratch bytes all script calls in flight may hold together: 1 GiB. Each
+/// call reserves its scratch cap ([`MAX_SCRATCH_BYTES`]) before it starts,
+/// so four run at once at the default cap and a fifth is `busy` rather
+/// than taking host memory the host may not have.
+#[allow(dead_code)] // until the script runtime reserves its scratch
+pub const MAX_SCRATCH_BYTES_IN_FLIGHT: u64 = 1 << 30;
+
+/// Largest folder (a skill's, or its `assets/`) read into a read-only
+/// layer of the in-memory filesystem: 64 MiB. A bundle extracts to at most
+/// 25 MiB; its Python packages, unpacked from their wheels at install,
+/// and their byte-code add to that (pypdf, openpyxl and their
+/// dependencies unpack to about 15 MiB). The layer is host memory, shared
+/// by the skill's calls.
+pub const MAX_SKILL_TREE_BYTES: u64 = 64 << 20;
+
+/// Most files and folders in a read-only layer read from a folder: 4096.
+/// A bundle holds at most 500 entries; its packages unpack to a few hundred
+/// more (pypdf, openpyxl and their dependencies: 309 files).
+pub const MAX_SKILL_TREE_FILES: usize = 4096;
+
+/// Deepest folder nesting of a read-only layer read from a folder: 32, as
+/// for the scratch folder ([`MAX_SCRATCH_DEPTH`]). A symbolic link to a
+/// folder above it would nest without end.
+pub const MAX_SKILL_TREE_DEPTH: usize = 32;
+
+/// Most bytes one `read` of a file returns through `wasi:filesystem`:
+/// 1 MiB. A guest asks for what it wants to read next; the host copies
+/// at most this much into a new buffer per call, whatever length it asks.
+pub const MAX_FILE_READ_BYTES: usize = 1 << 20;
+
 #[cfg(test)]
 mod tests {
     use super::*;

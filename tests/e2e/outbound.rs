@@ -794,7 +794,7 @@ async fn assets_are_read_only_and_closed() {
     std::os::unix::fs::symlink(outside.path().join("private.txt"), assets.join("link")).unwrap();
     std::os::unix::fs::symlink("/etc", assets.join("etc")).unwrap();
     let opts = CallOptions {
-        assets: Some(assets.clone()),
+        assets: Some(skillhost::AssetsFolder::new(&assets)),
         ..Default::default()
     };
     let read = |path: &str| {

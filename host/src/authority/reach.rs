@@ -5,7 +5,6 @@
 //! effect on the next call; the secret values join the redaction list.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::HostInner;
@@ -21,8 +20,9 @@ pub const ASSETS_DIR: &str = "assets";
 pub(crate) struct Reach {
     /// Outbound HTTP policy; `None` when the skill lists no origin.
     pub outbound: Option<Arc<Outbound>>,
-    /// Its assets folder, when it declares `permissions.assets`.
-    pub assets: Option<PathBuf>,
+    /// Its assets folder, when it declares `permissions.assets` (read at
+    /// its first call, then shared by the calls of this registry).
+    pub assets: Option<Arc<crate::AssetsFolder>>,
     /// The questions beyond forms it may ask its caller's client
     /// (`permissions.sampling`, `permissions.roots`).
     pub client: crate::ClientReach,
@@ -81,7 +81,11 @@ impl HostInner {
                 outbound: (!allowed.is_empty()).then(|| Arc::new(Outbound { allowed, secrets })),
                 assets: p
                     .assets
-                    .then(|| e.path.as_ref().map(|dir| dir.join(ASSETS_DIR)))
+                    .then(|| {
+                        e.path
+                            .as_ref()
+                            .map(|dir| crate::AssetsFolder::new(dir.join(ASSETS_DIR)))
+                    })
                     .flatten(),
                 client: crate::ClientReach {
                     sampling: p.sampling,

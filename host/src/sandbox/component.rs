@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,8 @@ use super::invoke::{Invoker, RefReader};
 use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
 use super::spare::{Held, Making, Spare, Spares};
-use super::state::{CallBinding, CallIdentity, CallReach, CallState, HostTrap};
+use super::state::{ASSETS_GUEST_PATH, CallBinding, CallIdentity, CallReach, CallState, HostTrap};
+use super::vfs::{Mount, MountRoot, Vfs};
 use super::{SandboxInner, imports};
 use crate::escape::{escape_bytes, escape_control, redact};
 use crate::limits::Limits;
@@ -90,9 +90,10 @@ pub struct CallOptions {
     /// Which origins outbound HTTP requests may reach, and the secret
     /// headers bound to them; `None` refuses every request.
     pub outbound: Option<Arc<Outbound>>,
-    /// A folder the component reads at `/assets` (read-only: no write, no
-    /// `..` or symlink out of it); `None` gives an empty filesystem.
-    pub assets: Option<PathBuf>,
+    /// The folder the component reads at `/assets` (read-only, in host
+    /// memory: no write, no `..` or symbolic link out of it); `None` gives
+    /// an empty filesystem.
+    pub assets: Option<Arc<super::AssetsFolder>>,
     /// Secret values to replace with `[redacted]` in what the sandbox logs
     /// and returns of the guest's log lines and stdout/stderr (longest
     /// first). A guest handed a secret back by an API it called cannot log
@@ -130,7 +131,10 @@ impl fmt::Debug for CallOptions {
             .field("invoker", &self.invoker.is_some())
             .field("depth", &self.depth)
             .field("outbound", &self.outbound)
-            .field("assets", &self.assets.is_some())
+            .field(
+                "assets",
+                &self.assets.as_ref().map(|a| a.dir().to_path_buf()),
+            )
             .field("redact", &self.redact.len())
             .field("progress", &self.progress.is_some())
             .field("log", &self.log.as_ref().map(|l| l.min))
@@ -311,17 +315,42 @@ impl SkillComponent {
         self.inner.capabilities
     }
 
-    /// The assets folder a call shows: the call's, if the component may
-    /// read assets.
-    fn assets_of(&self, opts: &CallOptions) -> Option<PathBuf> {
-        opts.assets
-            .clone()
+    /// The filesystem a call shows: the call's assets at `/assets`, if the
+    /// component may read assets; else none.
+    fn fs_of(&self, tool: &str, opts: &CallOptions) -> Result<Vfs, CallError> {
+        let Some(assets) = opts
+            .assets
+            .as_ref()
             .filter(|_| self.inner.capabilities.assets)
+        else {
+            return Ok(Vfs::default());
+        };
+        let tree = assets.tree().map_err(|e| {
+            CallError::new(
+                &*self.inner.label,
+                tool,
+                CallFailure::Tool {
+                    error: ToolError::Failed(format!(
+                        "the skill's assets folder cannot be read: {}",
+                        escape_control(&e, 512, false)
+                    )),
+                },
+            )
+        })?;
+        Ok(Vfs::new(vec![Mount {
+            path: ASSETS_GUEST_PATH.into(),
+            root: MountRoot::ReadOnly(tree),
+        }]))
     }
 
     /// What ties a store to this call: who calls, by when, what it may
     /// read and reach.
-    fn binding_of(&self, tool: &str, opts: &CallOptions, deadline: Instant) -> CallBinding {
+    fn binding_of(
+        &self,
+        tool: &str,
+        opts: &CallOptions,
+        deadline: Instant,
+    ) -> Result<CallBinding, CallError> {
         let reach = CallReach {
             // Without network access every request is refused (and recorded).
             outbound: OutboundHooks::new(
@@ -331,13 +360,13 @@ impl SkillComponent {
                 opts.limits.outbound,
                 deadline,
             ),
-            assets: self.assets_of(opts),
+            fs: self.fs_of(tool, opts)?,
             redact: opts.redact.clone(),
             notices: super::Notices::new(opts.progress.clone(), opts.log.clone()),
             ask: opts.ask.clone(),
             client_reach: opts.client_reach,
         };
-        CallBinding {
+        Ok(CallBinding {
             identity: CallIdentity {
                 skill: self.inner.label.clone(),
                 tool: tool.into(),
@@ -348,7 +377,7 @@ impl SkillComponent {
             depth: opts.depth,
             refs: opts.refs.clone(),
             reach,
-        }
+        })
     }
 
     fn new_store(
@@ -357,19 +386,7 @@ impl SkillComponent {
         opts: &CallOptions,
         deadline: Instant,
     ) -> Result<Store<CallState>, CallError> {
-        let state =
-            CallState::new(opts.limits, self.binding_of(tool, opts, deadline)).map_err(|e| {
-                CallError::new(
-                    &*self.inner.label,
-                    tool,
-                    CallFailure::Tool {
-                        error: ToolError::Failed(format!(
-                            "the skill's assets folder cannot be opened: {}",
-                            e.kind()
-                        )),
-                    },
-                )
-            })?;
+        let state = CallState::new(opts.limits, self.binding_of(tool, opts, deadline)?);
         let mut store = Store::new(&self.inner.sandbox.engine, state);
         // The epoch advances only while some store lives.
         store.data_mut().ticking = Some(self.inner.sandbox.ticker.ticking());
@@ -396,25 +413,27 @@ impl SkillComponent {
         Ok(store)
     }
 
-    /// The spare instance, if one made for this call's limits and assets
-    /// is ready, given the call's state: its fuel is what a fresh store
-    /// would have left after the same instantiation.
+    /// The spare instance, if one made for this call's limits is ready,
+    /// given the call's state (its filesystem too): its fuel is what a
+    /// fresh store would have left after the same instantiation.
     fn take_spare(
         &self,
         tool: &str,
         opts: &CallOptions,
         deadline: Instant,
-    ) -> Option<(Store<CallState>, Skill)> {
-        let assets = self.assets_of(opts);
-        let spare = self.inner.spares.take(&opts.limits, assets.as_deref())?;
+    ) -> Result<Option<(Store<CallState>, Skill)>, CallError> {
+        let Some(spare) = self.inner.spares.take(&opts.limits) else {
+            return Ok(None);
+        };
+        let binding = self.binding_of(tool, opts, deadline)?;
         let (mut store, skill, fuel_used) = spare.into_parts();
         let state = store.data_mut();
-        state.rebind(self.binding_of(tool, opts, deadline));
+        state.rebind(binding);
         state.ticking = Some(self.inner.sandbox.ticker.ticking());
         // Cannot fail: fuel is enabled on every sandbox engine.
         let _ = store.set_fuel(opts.limits.fuel.saturating_sub(fuel_used));
         store.set_epoch_deadline(1);
-        Some((store, skill))
+        Ok(Some((store, skill)))
     }
 
     /// Instantiates the component in `store`. If the pool is full and
@@ -453,11 +472,11 @@ impl SkillComponent {
         Ok(skill)
     }
 
-    /// Starts making a spare for the next call under `limits` showing
-    /// `assets`, if the component gets spares and has none (see the
-    /// `spare` module). The task first yields, so that the tasks already
-    /// ready (the answer's writer on a one-thread runtime) run first.
-    fn refill(&self, limits: Limits, assets: Option<PathBuf>) {
+    /// Starts making a spare for the next call under `limits`, if the
+    /// component gets spares and has none (see the `spare` module). The
+    /// task first yields, so that the tasks already ready (the answer's
+    /// writer on a one-thread runtime) run first.
+    fn refill(&self, limits: Limits) {
         let Some(threshold) = self.inner.sandbox.spare_threshold else {
             return;
         };
@@ -474,20 +493,20 @@ impl SkillComponent {
         rt.spawn(async move {
             tokio::task::yield_now().await;
             if let Some(c) = &making.0 {
-                let made = c.make_spare(limits, assets, held).await;
+                let made = c.make_spare(limits, held).await;
                 making.finish(made);
             }
         });
     }
 
-    /// A fresh instance under `limits` showing `assets`, with nothing of a
-    /// call bound to it, if its instantiation succeeds in time and touches
-    /// nothing outside its memory.
-    async fn make_spare(&self, limits: Limits, assets: Option<PathBuf>, held: Held) -> Making {
+    /// A fresh instance under `limits`, with nothing of a call bound to
+    /// it (an empty filesystem: the call brings its own), if its
+    /// instantiation succeeds in time and touches nothing outside its
+    /// memory.
+    async fn make_spare(&self, limits: Limits, held: Held) -> Making {
         const TOOL: &str = "(spare instance)";
         let opts = CallOptions {
             limits,
-            assets: assets.clone(),
             ..Default::default()
         };
         let deadline = Self::deadline(&opts, Instant::now());
@@ -512,7 +531,7 @@ impl SkillComponent {
             return Making::Refused;
         }
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        Making::Ready(Spare::new(store, skill, fuel_used, limits, assets, held))
+        Making::Ready(Spare::new(store, skill, fuel_used, limits, held))
     }
 
     /// How many calls ran in a spare instance: a fresh instance made ahead
@@ -589,7 +608,7 @@ impl SkillComponent {
         opts: &CallOptions,
     ) -> Result<CallOutput, CallError> {
         let result = self.call_once(tool, arguments_json, opts).await;
-        self.refill(opts.limits, self.assets_of(opts));
+        self.refill(opts.limits);
         result
     }
 
@@ -602,7 +621,7 @@ impl SkillComponent {
         let start = Instant::now();
         let mut clock = crate::stages::start();
         let deadline = Self::deadline(opts, start);
-        let (mut store, spare) = match self.take_spare(tool, opts, deadline) {
+        let (mut store, spare) = match self.take_spare(tool, opts, deadline)? {
             Some((store, skill)) => (store, Some(skill)),
             None => (self.new_store(tool, opts, deadline)?, None),
         };

@@ -18,6 +18,7 @@ mod spare;
 mod state;
 mod teardown;
 mod ticker;
+pub(crate) mod vfs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub use outbound::{
     SecretValue,
 };
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
+pub use vfs::{AssetsFolder, ScratchLimit};
 
 use crate::limits::{
     DEFAULT_EPOCH_TICK, DEFAULT_MAX_INSTANCES, DEFAULT_MAX_WASM_STACK, HOST_STACK_HEADROOM,
@@ -300,8 +302,9 @@ impl SandboxBuilder {
 /// The one linker every component is instantiated with: the WASI subset,
 /// the host interface, `wasi:http`, `wasi:filesystem` and `wasi:sockets`.
 /// What the last three reach is decided per call (see the `imports`
-/// module): an empty read-only filesystem, refused requests and refused
-/// sockets unless the skill's approved permissions say otherwise.
+/// module): an empty filesystem (the in-memory one of `vfs/`), refused
+/// requests and refused sockets unless the skill's approved permissions
+/// say otherwise.
 fn new_linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
     let mut linker: Linker<CallState> = Linker::new(engine);
     add_wasi_subset(&mut linker).map_err(|e| anyhow::anyhow!("cannot link WASI: {e}"))?;
@@ -324,18 +327,9 @@ fn new_linker(engine: &Engine) -> anyhow::Result<Linker<CallState>> {
         })
         .map_err(|e| anyhow::anyhow!("cannot link wasi:http: {e}"))?;
     }
-    {
-        use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView as _};
-        use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
-        types::add_to_linker::<CallState, WasiFilesystem>(&mut linker, CallState::filesystem)
-            .and_then(|()| {
-                preopens::add_to_linker::<CallState, WasiFilesystem>(
-                    &mut linker,
-                    CallState::filesystem,
-                )
-            })
-            .map_err(|e| anyhow::anyhow!("cannot link wasi:filesystem: {e}"))?;
-    }
+    // The in-memory filesystem (`vfs/`), not wasmtime-wasi's host folders.
+    vfs::add_to_linker(&mut linker, CallState::vfs)
+        .map_err(|e| anyhow::anyhow!("cannot link wasi:filesystem: {e}"))?;
     add_refused_sockets(&mut linker)
         .map_err(|e| anyhow::anyhow!("cannot link wasi:sockets: {e}"))?;
     Ok(linker)

@@ -11,13 +11,13 @@
 //! component's instantiation, and is used once.
 //!
 //! A spare is used only where it is the store the call would have made:
-//! made under the same limits and the same assets folder, by an
-//! instantiation that touched nothing outside its own memory (no import of
-//! the `host` interface called, no byte written to stdout or stderr, no
-//! outbound request, no memory denied; see [`untouched`]). A component
+//! made under the same limits, by an instantiation that touched nothing
+//! outside its own memory (no import of the `host` interface called, no
+//! byte written to stdout or stderr, no outbound request, no memory
+//! denied, no filesystem asked for; see [`untouched`]). A component
 //! whose instantiation fails or touches anything never gets spares again.
 //! Before the guest runs, the call's own state (tool, deadline, config,
-//! invoker, refs, reach) replaces the spare's, and its fuel is what a
+//! invoker, refs, reach, filesystem) replaces the spare's, and its fuel is what a
 //! fresh store would have left after the same instantiation.
 //!
 //! An unused spare holds an instance slot of the pool and its memory's
@@ -26,7 +26,6 @@
 //! drops every spare and tries once more, so spares never make a call
 //! busy. While it waits a spare's store keeps no epoch ticking.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -47,20 +46,17 @@ pub(crate) struct Spare {
     fuel_used: u64,
     /// The limits it was made under.
     limits: Limits,
-    /// The assets folder its filesystem shows.
-    assets: Option<PathBuf>,
     /// Its place among the sandbox's spares.
     _held: Held,
 }
 
 impl Spare {
-    /// A spare made under `limits` showing `assets`, holding its place.
+    /// A spare made under `limits`, holding its place.
     pub fn new(
         store: Store<CallState>,
         skill: Skill,
         fuel_used: u64,
         limits: Limits,
-        assets: Option<PathBuf>,
         held: Held,
     ) -> Spare {
         Spare {
@@ -68,7 +64,6 @@ impl Spare {
             skill,
             fuel_used,
             limits,
-            assets,
             _held: held,
         }
     }
@@ -90,6 +85,7 @@ pub(crate) fn untouched(state: &CallState) -> bool {
         && state.stdout.lock().total == 0
         && state.stderr.lock().total == 0
         && state.outbound_records().is_empty()
+        && !state.call.reach.fs.touched()
 }
 
 /// The spares of a sandbox's components: how many are held or being made,
@@ -212,12 +208,11 @@ impl Spares {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The spare, if one made under `limits` showing `assets` is ready. A
-    /// spare made for other limits or assets is dropped: the next one is
-    /// made for these.
-    pub fn take(&self, limits: &Limits, assets: Option<&Path>) -> Option<Spare> {
+    /// The spare, if one made under `limits` is ready. A spare made for
+    /// other limits is dropped: the next one is made for these.
+    pub fn take(&self, limits: &Limits) -> Option<Spare> {
         let spare = self.slot().ready.take()?;
-        if spare.limits == *limits && spare.assets.as_deref() == assets {
+        if spare.limits == *limits {
             self.used.fetch_add(1, Ordering::Relaxed);
             Some(spare)
         } else {

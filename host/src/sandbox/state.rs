@@ -244,8 +244,9 @@ pub(crate) struct CallReach {
     /// The send hook: the call's allowed origins, or none (every request
     /// refused) for a component without network access.
     pub outbound: OutboundHooks,
-    /// A folder preopened read-only at [`ASSETS_GUEST_PATH`].
-    pub assets: Option<std::path::PathBuf>,
+    /// The call's filesystem: its assets at [`ASSETS_GUEST_PATH`], or a
+    /// script's layers and scratch folder; empty by default.
+    pub fs: super::vfs::Vfs,
     /// Secret values redacted from the guest's log lines and stdio.
     pub redact: Arc<[String]>,
     /// Where progress reports and log lines go besides the host's log.
@@ -278,29 +279,22 @@ pub(crate) struct CallBinding {
 }
 
 impl CallState {
-    pub fn new(limits: Limits, binding: CallBinding) -> std::io::Result<CallState> {
+    pub fn new(limits: Limits, binding: CallBinding) -> CallState {
         let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
         let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
-        // Deny by default: no env, no args, no preopens (an empty
-        // filesystem), stdin closed, stdout and stderr captured, and no
-        // sockets: no TCP, no UDP, no name lookup, no address allowed
-        // (wasmtime-wasi's defaults, which every socket call checks).
+        // Deny by default: no env, no args, stdin closed, stdout and
+        // stderr captured, and no sockets: no TCP, no UDP, no name lookup,
+        // no address allowed (wasmtime-wasi's defaults, which every socket
+        // call checks). The filesystem is the binding's (`vfs/`).
         let mut builder = WasiCtx::builder();
         builder
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_blocking_current_thread(false);
-        if let Some(dir) = &binding.reach.assets {
-            // Read-only: no file or folder may be created, written or
-            // removed; cap-std refuses `..` and symlinks out of it.
-            builder
-                .preopened_dir(dir, ASSETS_GUEST_PATH, wasmtime_wasi::FsPerms::ReadOnly)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-        }
         let wasi = builder.build();
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_RESOURCE_HANDLES);
-        Ok(CallState {
+        CallState {
             wasi,
             table,
             limiter: CallLimiter {
@@ -318,14 +312,23 @@ impl CallState {
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             ask_stop: None,
             elicits: 0,
-        })
+        }
     }
 
     /// Gives a spare store (made ahead of its call, see the `spare`
-    /// module) the call it serves. The limits and the assets folder are
-    /// the spare's own, equal to the call's.
+    /// module) the call it serves, its filesystem with it (the spare's
+    /// guest never asked for its own). The limits are the spare's own,
+    /// equal to the call's.
     pub fn rebind(&mut self, binding: CallBinding) {
         self.call = binding;
+    }
+
+    /// The filesystem's view of this store.
+    pub fn vfs(&mut self) -> super::vfs::VfsView<'_> {
+        super::vfs::VfsView {
+            fs: &mut self.call.reach.fs,
+            table: &mut self.table,
+        }
     }
 
     /// The records of the outbound requests made so far.

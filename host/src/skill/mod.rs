@@ -108,7 +108,7 @@ struct SkillInner {
     config: Arc<BTreeMap<String, String>>,
     /// The skill's `assets/` folder, when loaded from a folder and its
     /// manifest declares `permissions.assets`.
-    assets: Option<std::path::PathBuf>,
+    assets: Option<Arc<crate::AssetsFolder>>,
 }
 
 /// A loaded skill. Cheap to clone.
@@ -163,7 +163,7 @@ impl Skill {
         let assets = manifest
             .permissions
             .assets
-            .then(|| dir.join(crate::authority::reach::ASSETS_DIR));
+            .then(|| crate::AssetsFolder::new(dir.join(crate::authority::reach::ASSETS_DIR)));
         let mut skill = Skill::from_parts(sandbox, manifest, wasm.as_deref())?;
         if let Some(inner) = Arc::get_mut(&mut skill.inner) {
             inner.assets = assets;
