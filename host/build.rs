@@ -4,12 +4,15 @@
 //! (`hostile`, `hostile-fs`, `hostile-net`) and the example `weather`,
 //! embedded in the binary only,
 //! so the demo runs on any machine. The test suites build their own copies
-//! (`tests/artifacts`).
+//! (`tests/artifacts`). It also builds the Python script runtime
+//! (`build/script_runtime.rs`), side by side with the plugins.
 
 #[path = "build/plugins.rs"]
 mod plugins;
+#[path = "build/script_runtime.rs"]
+mod script_runtime;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
@@ -17,6 +20,10 @@ fn main() {
         .parent()
         .expect("host/ has a parent")
         .to_path_buf();
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    // The runtime's two componentize-py runs go on while cargo builds the
+    // plugins.
+    let runtime = script_runtime::start(&root, &out_dir);
     let built = plugins::build(
         &root,
         &[
@@ -31,6 +38,11 @@ fn main() {
     let (builtin, demo) = built.split_at(2);
     plugins::write_out("builtin_plugins.rs", &embedded(builtin));
     plugins::write_out("demo_plugins.rs", &embedded(demo));
+    let runtime = runtime.and_then(|b| b.finish(&out_dir));
+    plugins::write_out(
+        "script_runtime.rs",
+        &script_runtime::generated(&out_dir, runtime),
+    );
 }
 
 /// Constants embedding each plugin's manifest and component.

@@ -124,14 +124,22 @@ pub use limits::{
     PAGEMAP_TABLE_KEEP_RESIDENT, RUN_DETAIL_MAX_CHILDREN, RUN_DETAIL_MAX_EVENTS,
     SERVE_MAX_BYTES_PER_SEC, SERVE_MAX_COUNT, SERVE_MAX_SECS, TABLE_KEEP_RESIDENT,
 };
+pub use limits::{
+    DEFAULT_SCRIPT_FUEL, DEFAULT_SCRIPT_MEMORY_BYTES, DEFAULT_SCRIPT_TIMEOUT, MAX_SCRATCH_BYTES,
+    MAX_SCRATCH_BYTES_IN_FLIGHT, MAX_SCRATCH_DEPTH, MAX_SCRATCH_FILES, MAX_SCRATCH_NAME_BYTES,
+    MAX_SCRATCH_PATH_BYTES, MAX_SCRIPT_ARG_BYTES, MAX_SCRIPT_ARGS, MAX_SCRIPT_INPUT_BYTES,
+    MAX_SCRIPT_INPUT_FILES, MAX_SCRIPT_OUTPUT_BYTES, MAX_SCRIPT_OUTPUT_FILES,
+    MAX_SCRIPT_STDIN_BYTES, MAX_SKILL_TREE_BYTES, MAX_SKILL_TREE_FILES, SCRIPT_STDOUT_KEPT_BYTES,
+};
 pub use sandbox::{
     AddressClass, AskError, AskFuture, AskStop, Asker, AssetsFolder, CallError, CallFailure,
     CallOptions, CallOutput, Capabilities, ClientCapability, ClientReach, DenyReason,
     GuestLogLevel, GuestLogLine, INVALID_OUTBOUND_FIELD, InputAnswer, InputQuestion, InputRequest,
-    InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker, LoadError, LoadErrorKind, LogSink,
-    MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound, OutboundLimit, OutboundOutcome,
-    OutboundRecord, RefReader, Sandbox, SandboxBuilder, Scheme, ScratchLimit, SecretHeader,
-    SecretValue, SkillComponent, ToolError, TrapReason, is_question_key,
+    Interpreter, InvalidSecretValue, InvokeFuture, InvokeRequest, Invoker, LoadError,
+    LoadErrorKind, LogSink, MAX_INVOKE_DEPTH, OriginError, OriginPattern, Outbound, OutboundLimit,
+    OutboundOutcome, OutboundRecord, PycTree, RefReader, Sandbox, SandboxBuilder, Scheme,
+    ScratchLimit, ScriptRequest, ScriptRun, ScriptRuntime, ScriptRuntimeError, SecretHeader,
+    SecretValue, SkillComponent, SkillFiles, ToolError, TrapReason, is_question_key,
 };
 
 // State: the data dir and its records.

@@ -1,7 +1,8 @@
 //! Every limit of the host, each with the reason for its value: the
 //! resource limits of one sandboxed call and the policy that caps them;
 //! the outbound HTTP limits of a call; the HTTP front's connection limits; the limits on sessions, streams,
-//! pending approvals and stored arguments.
+//! pending approvals and stored arguments; skill scripts and the in-memory
+//! filesystem they write to.
 //!
 //! Every default lives here, so changing one limit is a one-line change.
 
@@ -693,6 +694,46 @@ impl LimitsPolicy {
     }
 }
 
+impl LimitsPolicy {
+    /// The limits of a script call that asks for nothing: the script
+    /// defaults ([`DEFAULT_SCRIPT_FUEL`], [`DEFAULT_SCRIPT_MEMORY_BYTES`],
+    /// [`DEFAULT_SCRIPT_TIMEOUT`]), each capped by this policy's ceiling;
+    /// the other limits are a tool call's.
+    ///
+    /// ```
+    /// let mut policy = skillhost::LimitsPolicy::default();
+    /// assert_eq!(policy.script_limits().memory_bytes, 256 << 20);
+    /// policy.max_memory_bytes = 128 << 20;
+    /// assert_eq!(policy.script_limits().memory_bytes, 128 << 20);
+    /// ```
+    pub fn script_limits(&self) -> Limits {
+        Limits {
+            fuel: DEFAULT_SCRIPT_FUEL.min(self.max_fuel),
+            memory_bytes: DEFAULT_SCRIPT_MEMORY_BYTES.min(self.max_memory_bytes),
+            timeout: DEFAULT_SCRIPT_TIMEOUT.min(self.max_timeout),
+            ..self.defaults
+        }
+    }
+
+    /// Applies a script's request to [`script_limits`](Self::script_limits),
+    /// as [`resolve`](Self::resolve) does to the tool defaults.
+    ///
+    /// ```
+    /// use skillhost::{LimitsPolicy, LimitsRequest};
+    /// let l = LimitsPolicy::default()
+    ///     .resolve_script(&LimitsRequest { timeout_ms: Some(5_000), ..Default::default() })
+    ///     .unwrap();
+    /// assert_eq!((l.timeout.as_secs(), l.fuel), (5, 60_000_000_000));
+    /// ```
+    pub fn resolve_script(&self, request: &LimitsRequest) -> Result<Limits, LimitError> {
+        LimitsPolicy {
+            defaults: self.script_limits(),
+            ..*self
+        }
+        .resolve(request)
+    }
+}
+
 /// Largest access token the HTTP front verifies (`front_oauth`): real JWTs
 /// are a few KiB; a bigger one is refused before any parsing.
 pub const MAX_ACCESS_TOKEN_BYTES: usize = 16 * 1024;
@@ -787,7 +828,61 @@ pub const MAX_BUILD_SOURCE_FILES: usize = 10_000;
 /// most.
 pub const MAX_BUILD_SOURCE_FILES_RECORDED: usize = 256;
 
-// --- the in-memory filesystem -------------------------------------------------
+// --- skill scripts and the in-memory filesystem ------------------------------
+
+/// Default fuel of a script call: 6 × 10¹⁰ units, about 10 s of CPU at a
+/// tight loop's 6.4 × 10⁹ a second. Reading a PDF form's fields with pypdf
+/// took 5.9 × 10⁸ (its byte-code compiled ahead), so this is a hundred
+/// times that: room for real documents, while a runaway script still ends
+/// by fuel. Capped by the policy's ceiling ([`CEILING_FUEL`], 10¹¹).
+pub const DEFAULT_SCRIPT_FUEL: u64 = 60_000_000_000;
+
+/// Default memory of a script call: 256 MiB. The pypdf form read fits in
+/// 48 MiB; parsing a 20 MB PDF or a large workbook into Python objects
+/// needs a few hundred. Capped by the policy's ceiling
+/// ([`CEILING_MEMORY_BYTES`], 1 GiB).
+pub const DEFAULT_SCRIPT_MEMORY_BYTES: u64 = 256 << 20;
+
+/// Default deadline of a script call: 60 s, the default fuel at a loaded
+/// machine's pace (byte-compiling pypdf's 61 files, 4.9 × 10⁹ fuel, took
+/// 3 s on the shared 2-core machine). Capped by the policy's ceiling
+/// ([`CEILING_TIMEOUT`], 300 s).
+pub const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How much of a script's stdout (and, apart, its stderr) a call keeps:
+/// 256 KiB. A script's stdout *is* its answer (a report, a JSON document);
+/// the 16 KiB a tool call keeps ([`KEPT_STDIO_BYTES`]) cuts real reports.
+/// Past it the rest is counted, and the flood cap stays the call's
+/// `max_stdio_bytes`.
+pub const SCRIPT_STDOUT_KEPT_BYTES: usize = 256 << 10;
+
+/// Most arguments a script call passes: 64, more than any command line a
+/// skill's instructions give.
+pub const MAX_SCRIPT_ARGS: usize = 64;
+
+/// Longest argument of a script call: 4 KiB, a long path or a paragraph.
+/// Text beyond it belongs in stdin or a file.
+pub const MAX_SCRIPT_ARG_BYTES: usize = 4 << 10;
+
+/// Largest stdin of a script call: 1 MiB of piped text; a document is an
+/// input file.
+pub const MAX_SCRIPT_STDIN_BYTES: usize = 1 << 20;
+
+/// Most input files of a script call: 32, a handful of documents.
+pub const MAX_SCRIPT_INPUT_FILES: usize = 32;
+
+/// Largest total of a script call's input files: 64 MiB, one ref blob's
+/// cap. They are placed in the scratch folder, so they count against
+/// [`MAX_SCRATCH_BYTES`] too.
+pub const MAX_SCRIPT_INPUT_BYTES: u64 = 64 << 20;
+
+/// Most files a script may leave under `out/`: 64. More is an error that
+/// names the cap (write an archive instead).
+pub const MAX_SCRIPT_OUTPUT_FILES: usize = 64;
+
+/// Largest total of the files a script leaves under `out/`: 64 MiB, one
+/// ref blob's cap; more is an error that names the cap.
+pub const MAX_SCRIPT_OUTPUT_BYTES: u64 = 64 << 20;
 
 /// Largest total of the file bytes in one script call's scratch folder:
 /// 256 MiB, a document, its unpacked XML and the result several times
@@ -819,7 +914,6 @@ pub const MAX_SCRATCH_DEPTH: usize = 32;
 /// call reserves its scratch cap ([`MAX_SCRATCH_BYTES`]) before it starts,
 /// so four run at once at the default cap and a fifth is `busy` rather
 /// than taking host memory the host may not have.
-#[allow(dead_code)] // until the script runtime reserves its scratch
 pub const MAX_SCRATCH_BYTES_IN_FLIGHT: u64 = 1 << 30;
 
 /// Largest folder (a skill's, or its `assets/`) read into a read-only

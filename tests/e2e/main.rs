@@ -6,6 +6,8 @@
 //! - `outbound`: outbound HTTP from skills (origins, addresses, secrets);
 //! - `invoke`: skills calling tools through the host;
 //! - `polyglot`: Python and JavaScript skills;
+//! - `scripts`: skill scripts in the built-in Python runtime (and the
+//!   hostile ones);
 //! - `registry`: the authorization matrix over both databases;
 //! - `mcp_client`, `mcp_sessions`, `mcp_hostile`, `mcp_conformance`: the
 //!   MCP client against real and hostile servers and the conformance suite;
@@ -23,3 +25,4 @@ mod peers_smoke;
 mod polyglot;
 mod registry;
 mod sandbox;
+mod scripts;

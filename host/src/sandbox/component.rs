@@ -14,12 +14,12 @@ use super::imports::Capabilities;
 use super::invoke::{Invoker, RefReader};
 use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
-use super::spare::{Held, Making, Spare, Spares};
+use super::spare::{Held, MakesSpares, Making, Spare, Spares};
 use super::state::{ASSETS_GUEST_PATH, CallBinding, CallIdentity, CallReach, CallState, HostTrap};
 use super::vfs::{Mount, MountRoot, Vfs};
 use super::{SandboxInner, imports};
 use crate::escape::{escape_bytes, escape_control, redact};
-use crate::limits::Limits;
+use crate::limits::{KEPT_STDIO_BYTES, Limits};
 
 /// How much captured stderr a [`CallError`] carries.
 const ERROR_STDERR_BYTES: usize = 2048;
@@ -152,7 +152,7 @@ struct ComponentInner {
     capabilities: Capabilities,
     pre: SkillPre<CallState>,
     /// The next call's instance, made ahead of it (see the `spare` module).
-    spares: Arc<Spares>,
+    spares: Arc<Spares<Skill>>,
 }
 
 /// A compiled, checked and pre-instantiated skill component. Every call
@@ -193,67 +193,14 @@ impl SkillComponent {
             kind,
             message,
         };
-        if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
-            return Err(err(
-                LoadErrorKind::NotWebAssembly,
-                format!(
-                    "not a WebAssembly binary ({} bytes, no `\\0asm` header)",
-                    wasm.len()
-                ),
-            ));
-        }
-        if wasm[4..8] == CORE_MODULE_VERSION {
-            return Err(err(
-                LoadErrorKind::CoreModule,
-                "this is a core WebAssembly module, not a component: build the skill for \
-                 `--target wasm32-wasip2` (or wrap the module with `wasm-tools component new`)"
-                    .into(),
-            ));
-        }
-        if wasm[..8] != COMPONENT_HEADER {
-            return Err(err(
-                LoadErrorKind::Malformed,
-                format!(
-                    "unsupported WebAssembly version/layer bytes {:02x?}",
-                    &wasm[4..8]
-                ),
-            ));
-        }
+        check_header(label, wasm)?;
         // The surface first: a component the sandbox would refuse costs
         // no compilation and leaves nothing in the cache.
         imports::check(wasm).map_err(|e| match e {
             imports::SurfaceError::Malformed(m) => err(LoadErrorKind::Malformed, m),
             imports::SurfaceError::Refused(m) => err(LoadErrorKind::Refused, m),
         })?;
-        let sha256 = hex::encode(Sha256::digest(wasm));
-        let engine = &sandbox.engine;
-        let cached = sandbox.cache.as_ref().and_then(|c| c.load(engine, &sha256));
-        let from_cache = cached.is_some();
-        let component = match cached {
-            Some(c) => c,
-            None => {
-                let started = Instant::now();
-                let c = Component::new(engine, wasm).map_err(|e| {
-                    err(
-                        LoadErrorKind::Malformed,
-                        format!("invalid component: {}", error_chain(&e)),
-                    )
-                })?;
-                tracing::info!(
-                    skill = label,
-                    bytes = wasm.len(),
-                    ms = started.elapsed().as_millis() as u64,
-                    "compiled the component"
-                );
-                if let Some(cache) = &sandbox.cache {
-                    cache.store(&sha256, &c);
-                }
-                c
-            }
-        };
-        if from_cache {
-            tracing::debug!(skill = label, "took the compiled component from the cache");
-        }
+        let (component, sha256, from_cache) = compile(&sandbox, label, wasm)?;
         let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
             err(
                 LoadErrorKind::Link,
@@ -377,6 +324,7 @@ impl SkillComponent {
             depth: opts.depth,
             refs: opts.refs.clone(),
             reach,
+            stdin: bytes::Bytes::new(),
         })
     }
 
@@ -386,31 +334,13 @@ impl SkillComponent {
         opts: &CallOptions,
         deadline: Instant,
     ) -> Result<Store<CallState>, CallError> {
-        let state = CallState::new(opts.limits, self.binding_of(tool, opts, deadline)?);
-        let mut store = Store::new(&self.inner.sandbox.engine, state);
-        // The epoch advances only while some store lives.
-        store.data_mut().ticking = Some(self.inner.sandbox.ticker.ticking());
-        store.limiter(|s| &mut s.limiter);
-        // Cannot fail: fuel is enabled on every sandbox engine.
-        let _ = store.set_fuel(opts.limits.fuel);
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(|ctx| {
-            let state = ctx.data();
-            if Instant::now() >= state.call.deadline {
-                Err(HostTrap::new(
-                    TrapReason::Deadline,
-                    format!(
-                        "deadline of {} ms passed while running",
-                        state.limits.timeout.as_millis()
-                    ),
-                )
-                .into())
-            } else {
-                // Yield so other calls on this thread make progress too.
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
-        Ok(store)
+        let binding = self.binding_of(tool, opts, deadline)?;
+        Ok(new_store(
+            &self.inner.sandbox,
+            opts.limits,
+            binding,
+            KEPT_STDIO_BYTES,
+        ))
     }
 
     /// The spare instance, if one made for this call's limits is ready,
@@ -427,12 +357,13 @@ impl SkillComponent {
         };
         let binding = self.binding_of(tool, opts, deadline)?;
         let (mut store, skill, fuel_used) = spare.into_parts();
-        let state = store.data_mut();
-        state.rebind(binding);
-        state.ticking = Some(self.inner.sandbox.ticker.ticking());
-        // Cannot fail: fuel is enabled on every sandbox engine.
-        let _ = store.set_fuel(opts.limits.fuel.saturating_sub(fuel_used));
-        store.set_epoch_deadline(1);
+        bind_spare(
+            &self.inner.sandbox,
+            &mut store,
+            binding,
+            opts.limits.fuel,
+            fuel_used,
+        );
         Ok(Some((store, skill)))
     }
 
@@ -472,38 +403,11 @@ impl SkillComponent {
         Ok(skill)
     }
 
-    /// Starts making a spare for the next call under `limits`, if the
-    /// component gets spares and has none (see the `spare` module). The
-    /// task first yields, so that the tasks already ready (the answer's
-    /// writer on a one-thread runtime) run first.
-    fn refill(&self, limits: Limits) {
-        let Some(threshold) = self.inner.sandbox.spare_threshold else {
-            return;
-        };
-        if !self.inner.spares.begin(threshold) {
-            return;
-        }
-        let making = MakingSpare(Some(self.clone()));
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let Some(held) = self.inner.sandbox.spares.reserve() else {
-            return;
-        };
-        rt.spawn(async move {
-            tokio::task::yield_now().await;
-            if let Some(c) = &making.0 {
-                let made = c.make_spare(limits, held).await;
-                making.finish(made);
-            }
-        });
-    }
-
     /// A fresh instance under `limits`, with nothing of a call bound to
     /// it (an empty filesystem: the call brings its own), if its
     /// instantiation succeeds in time and touches nothing outside its
     /// memory.
-    async fn make_spare(&self, limits: Limits, held: Held) -> Making {
+    async fn make_spare(&self, limits: Limits, held: Held) -> Making<Skill> {
         const TOOL: &str = "(spare instance)";
         let opts = CallOptions {
             limits,
@@ -555,11 +459,7 @@ impl SkillComponent {
     }
 
     fn deadline(opts: &CallOptions, start: Instant) -> Instant {
-        let own = start + opts.limits.timeout;
-        match opts.not_after {
-            Some(t) if t < own => t,
-            _ => own,
-        }
+        deadline_of(&opts.limits, opts.not_after, start)
     }
 
     /// Asks the component which tools it implements.
@@ -587,8 +487,8 @@ impl SkillComponent {
         };
         match tokio::time::timeout_at(deadline.into(), run).await {
             Ok(Ok(names)) => Ok(names),
-            Ok(Err(e)) => Err(self.classify(TOOL, &mut store, e)),
-            Err(_) => Err(self.timed_out(TOOL, &store, start)),
+            Ok(Err(e)) => Err(classify(&self.inner.label, TOOL, &mut store, e)),
+            Err(_) => Err(timed_out(&self.inner.label, TOOL, &store, start)),
         }
     }
 
@@ -608,7 +508,7 @@ impl SkillComponent {
         opts: &CallOptions,
     ) -> Result<CallOutput, CallError> {
         let result = self.call_once(tool, arguments_json, opts).await;
-        self.refill(opts.limits);
+        super::spare::refill(self, opts.limits);
         result
     }
 
@@ -647,13 +547,13 @@ impl SkillComponent {
             Ok(Err(e)) => {
                 return Err(CallError {
                     outbound,
-                    ..self.classify(tool, &mut store, e)
+                    ..classify(&self.inner.label, tool, &mut store, e)
                 });
             }
             Err(_) => {
                 return Err(CallError {
                     outbound,
-                    ..self.timed_out(tool, &store, start)
+                    ..timed_out(&self.inner.label, tool, &store, start)
                 });
             }
         };
@@ -661,7 +561,7 @@ impl SkillComponent {
             .limits
             .fuel
             .saturating_sub(store.get_fuel().unwrap_or(0));
-        let (stdout, stderr) = self.take_stdio(tool, &store);
+        let (stdout, stderr) = take_stdio(&self.inner.label, tool, &store);
         let text = match returned {
             Ok(text) => text,
             Err(e) => {
@@ -723,65 +623,213 @@ impl SkillComponent {
             outbound,
         })
     }
+}
 
-    /// Logs and returns the captured stdout and stderr, escaped.
-    fn take_stdio(&self, tool: &str, store: &Store<CallState>) -> (String, String) {
-        let state = store.data();
-        let stdout = redact(
-            &state.call.reach.redact,
-            &escape_bytes(&state.stdout.lock().kept, usize::MAX),
-        );
-        let stderr = redact(
-            &state.call.reach.redact,
-            &escape_bytes(&state.stderr.lock().kept, usize::MAX),
-        );
-        let skill = &*self.inner.label;
-        if !stdout.is_empty() {
-            tracing::debug!(target: "skillhost::guest", skill, tool, stream = "stdout", "{stdout}");
-        }
-        if !stderr.is_empty() {
-            tracing::debug!(target: "skillhost::guest", skill, tool, stream = "stderr", "{stderr}");
-        }
-        (stdout, stderr)
+/// Checks that `wasm` is a component (not junk, not a core module).
+pub(super) fn check_header(label: &str, wasm: &[u8]) -> Result<(), LoadError> {
+    let err = |kind, message: String| LoadError {
+        skill: label.to_string(),
+        kind,
+        message,
+    };
+    if wasm.len() < 8 || &wasm[..4] != b"\0asm" {
+        return Err(err(
+            LoadErrorKind::NotWebAssembly,
+            format!(
+                "not a WebAssembly binary ({} bytes, no `\\0asm` header)",
+                wasm.len()
+            ),
+        ));
     }
-
-    fn timed_out(&self, tool: &str, store: &Store<CallState>, start: Instant) -> CallError {
-        let (_, stderr) = self.take_stdio(tool, store);
-        CallError {
-            stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
-            ..CallError::new(
-                &*self.inner.label,
-                tool,
-                CallFailure::Trapped {
-                    reason: TrapReason::Deadline,
-                    detail: format!(
-                        "timed out after {} ms (deadline of {} ms)",
-                        start.elapsed().as_millis(),
-                        store.data().limits.timeout.as_millis()
-                    ),
-                },
-            )
-        }
+    if wasm[4..8] == CORE_MODULE_VERSION {
+        return Err(err(
+            LoadErrorKind::CoreModule,
+            "this is a core WebAssembly module, not a component: build the skill for \
+             `--target wasm32-wasip2` (or wrap the module with `wasm-tools component new`)"
+                .into(),
+        ));
     }
+    if wasm[..8] != COMPONENT_HEADER {
+        return Err(err(
+            LoadErrorKind::Malformed,
+            format!(
+                "unsupported WebAssembly version/layer bytes {:02x?}",
+                &wasm[4..8]
+            ),
+        ));
+    }
+    Ok(())
+}
 
-    /// Turns a wasmtime error into one typed outcome.
-    fn classify(&self, tool: &str, store: &mut Store<CallState>, e: wasmtime::Error) -> CallError {
-        let (_, stderr) = self.take_stdio(tool, store);
-        let state = store.data();
-        let failure = if let Some(stop) = &state.ask_stop {
-            CallFailure::Asked { stop: stop.clone() }
-        } else if let Some(pool) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
-            CallFailure::Busy {
-                detail: format!("all instance slots are in use ({pool})"),
+/// Compiles a checked component, or takes it from the sandbox's cache:
+/// the component, its sha256, and whether it came from the cache.
+pub(super) fn compile(
+    sandbox: &SandboxInner,
+    label: &str,
+    wasm: &[u8],
+) -> Result<(Component, String, bool), LoadError> {
+    let sha256 = hex::encode(Sha256::digest(wasm));
+    let engine = &sandbox.engine;
+    let cached = sandbox.cache.as_ref().and_then(|c| c.load(engine, &sha256));
+    let from_cache = cached.is_some();
+    let component = match cached {
+        Some(c) => c,
+        None => {
+            let started = Instant::now();
+            let c = Component::new(engine, wasm).map_err(|e| LoadError {
+                skill: label.to_string(),
+                kind: LoadErrorKind::Malformed,
+                message: format!("invalid component: {}", error_chain(&e)),
+            })?;
+            tracing::info!(
+                skill = label,
+                bytes = wasm.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "compiled the component"
+            );
+            if let Some(cache) = &sandbox.cache {
+                cache.store(&sha256, &c);
             }
-        } else {
-            let (reason, detail) = trap_of(&e, state, &stderr);
-            CallFailure::Trapped { reason, detail }
-        };
-        CallError {
-            stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
-            ..CallError::new(&*self.inner.label, tool, failure)
+            c
         }
+    };
+    if from_cache {
+        tracing::debug!(skill = label, "took the compiled component from the cache");
+    }
+    Ok((component, sha256, from_cache))
+}
+
+/// A fresh store for one call under `limits`, bound to `binding`, keeping
+/// `kept` bytes of its stdout and stderr: its fuel set, its deadline
+/// checked at every epoch tick (and the thread yielded to other calls).
+pub(super) fn new_store(
+    sandbox: &SandboxInner,
+    limits: Limits,
+    binding: CallBinding,
+    kept: usize,
+) -> Store<CallState> {
+    let state = CallState::new(limits, binding, kept);
+    let mut store = Store::new(&sandbox.engine, state);
+    // The epoch advances only while some store lives.
+    store.data_mut().ticking = Some(sandbox.ticker.ticking());
+    store.limiter(|s| &mut s.limiter);
+    // Cannot fail: fuel is enabled on every sandbox engine.
+    let _ = store.set_fuel(limits.fuel);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|ctx| {
+        let state = ctx.data();
+        if Instant::now() >= state.call.deadline {
+            Err(HostTrap::new(
+                TrapReason::Deadline,
+                format!(
+                    "deadline of {} ms passed while running",
+                    state.limits.timeout.as_millis()
+                ),
+            )
+            .into())
+        } else {
+            // Yield so other calls on this thread make progress too.
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+    store
+}
+
+/// A spare's store given its call: the call's binding, the epoch ticking,
+/// and the fuel a fresh store would have left after the same
+/// instantiation.
+pub(super) fn bind_spare(
+    sandbox: &SandboxInner,
+    store: &mut Store<CallState>,
+    binding: CallBinding,
+    fuel: u64,
+    fuel_used: u64,
+) {
+    let state = store.data_mut();
+    state.rebind(binding);
+    state.ticking = Some(sandbox.ticker.ticking());
+    // Cannot fail: fuel is enabled on every sandbox engine.
+    let _ = store.set_fuel(fuel.saturating_sub(fuel_used));
+    store.set_epoch_deadline(1);
+}
+
+/// The call's deadline: its own timeout from `start`, or the caller's
+/// if earlier.
+pub(super) fn deadline_of(limits: &Limits, not_after: Option<Instant>, start: Instant) -> Instant {
+    let own = start + limits.timeout;
+    match not_after {
+        Some(t) if t < own => t,
+        _ => own,
+    }
+}
+
+/// Logs and returns the captured stdout and stderr, escaped and redacted.
+pub(super) fn take_stdio(label: &str, tool: &str, store: &Store<CallState>) -> (String, String) {
+    let state = store.data();
+    let stdout = redact(
+        &state.call.reach.redact,
+        &escape_bytes(&state.stdout.lock().kept, usize::MAX),
+    );
+    let stderr = redact(
+        &state.call.reach.redact,
+        &escape_bytes(&state.stderr.lock().kept, usize::MAX),
+    );
+    if !stdout.is_empty() {
+        tracing::debug!(target: "skillhost::guest", skill = label, tool, stream = "stdout", "{stdout}");
+    }
+    if !stderr.is_empty() {
+        tracing::debug!(target: "skillhost::guest", skill = label, tool, stream = "stderr", "{stderr}");
+    }
+    (stdout, stderr)
+}
+
+/// The error of a call that ran past its deadline.
+pub(super) fn timed_out(
+    label: &str,
+    tool: &str,
+    store: &Store<CallState>,
+    start: Instant,
+) -> CallError {
+    let (_, stderr) = take_stdio(label, tool, store);
+    CallError {
+        stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
+        ..CallError::new(
+            label,
+            tool,
+            CallFailure::Trapped {
+                reason: TrapReason::Deadline,
+                detail: format!(
+                    "timed out after {} ms (deadline of {} ms)",
+                    start.elapsed().as_millis(),
+                    store.data().limits.timeout.as_millis()
+                ),
+            },
+        )
+    }
+}
+
+/// Turns a wasmtime error into one typed outcome.
+pub(super) fn classify(
+    label: &str,
+    tool: &str,
+    store: &mut Store<CallState>,
+    e: wasmtime::Error,
+) -> CallError {
+    let (_, stderr) = take_stdio(label, tool, store);
+    let state = store.data();
+    let failure = if let Some(stop) = &state.ask_stop {
+        CallFailure::Asked { stop: stop.clone() }
+    } else if let Some(pool) = e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+        CallFailure::Busy {
+            detail: format!("all instance slots are in use ({pool})"),
+        }
+    } else {
+        let (reason, detail) = trap_of(&e, state, &stderr);
+        CallFailure::Trapped { reason, detail }
+    };
+    CallError {
+        stderr: escape_control(&stderr, ERROR_STDERR_BYTES, true),
+        ..CallError::new(label, tool, failure)
     }
 }
 
@@ -871,27 +919,19 @@ fn error_chain(e: &wasmtime::Error) -> String {
     escape_control(&s, 1024, false)
 }
 
-/// A spare being made: ends as abandoned if its task is dropped before it
-/// ends (its runtime shut down), so a later call may start another.
-struct MakingSpare(Option<SkillComponent>);
+impl MakesSpares for SkillComponent {
+    type Instance = Skill;
 
-impl MakingSpare {
-    fn finish(mut self, made: Making) {
-        if let Some(c) = self.0.take() {
-            let ready = matches!(made, Making::Ready(_));
-            c.inner.spares.made(made);
-            if ready {
-                c.inner.sandbox.spares.holds(&c.inner.spares);
-            }
-        }
+    fn spares(&self) -> &Arc<Spares<Skill>> {
+        &self.inner.spares
     }
-}
 
-impl Drop for MakingSpare {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            c.inner.spares.made(Making::Abandoned);
-        }
+    fn sandbox(&self) -> &SandboxInner {
+        &self.inner.sandbox
+    }
+
+    fn make(&self, limits: Limits, held: Held) -> impl Future<Output = Making<Skill>> + Send {
+        self.make_spare(limits, held)
     }
 }
 

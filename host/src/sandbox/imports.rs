@@ -211,6 +211,50 @@ pub(crate) fn check(wasm: &[u8]) -> Result<(), SurfaceError> {
     Ok(())
 }
 
+/// The export the script runtime must have, without version.
+pub(crate) const SCRIPT_RUNNER_EXPORT: &str = "skillhost:script/runner";
+
+/// Checks the script runtime's surface (`runtime/wit/script.wit`) before it
+/// is compiled: WASI 0.2 imports only (not even the `skillhost:plugin` host
+/// interface: a script reaches nothing a skill's `host` gives), and the
+/// `runner` export.
+pub(crate) fn check_script_runtime(wasm: &[u8]) -> Result<(), SurfaceError> {
+    let surface = surface(wasm).map_err(SurfaceError::Malformed)?;
+    let mut refused: Vec<&str> = surface
+        .imports
+        .iter()
+        .map(String::as_str)
+        .filter(|name| {
+            let (iface, version) = split_version(name);
+            !(iface.starts_with("wasi:")
+                && ALLOWED_IMPORTS.contains(&iface)
+                && supported_version(iface, version))
+        })
+        .collect();
+    refused.sort_unstable();
+    refused.dedup();
+    if !refused.is_empty() {
+        return Err(SurfaceError::Refused(format!(
+            "the script runtime imports {}, which it may not (WASI 0.2 only)",
+            refused
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let exports_runner = surface.exports.iter().any(|name| {
+        let (iface, version) = split_version(name);
+        iface == SCRIPT_RUNNER_EXPORT && version == Some("0.1.0")
+    });
+    if !exports_runner {
+        return Err(SurfaceError::Refused(format!(
+            "the script runtime does not export `{SCRIPT_RUNNER_EXPORT}@0.1.0`"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +268,20 @@ mod tests {
         assert!(supported_version("skillhost:plugin/host", Some("0.1.2")));
         assert!(!supported_version("skillhost:plugin/host", Some("0.1.3")));
         assert!(!supported_version("skillhost:plugin/host", Some("1.0.0")));
+    }
+
+    #[test]
+    fn the_script_runtime_check_refuses_a_skill_component() {
+        for b in crate::builtin_skills() {
+            assert!(check(b.component).is_ok());
+            match check_script_runtime(b.component) {
+                Err(SurfaceError::Refused(m)) => assert!(
+                    m.contains("skillhost:plugin") || m.contains(SCRIPT_RUNNER_EXPORT),
+                    "{m}"
+                ),
+                _ => panic!("{} passed as the script runtime", b.name),
+            }
+        }
     }
 
     #[test]

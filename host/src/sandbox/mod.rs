@@ -14,6 +14,7 @@ mod invoke;
 mod notices;
 mod outbound;
 mod outcome;
+mod script;
 mod spare;
 mod state;
 mod teardown;
@@ -42,6 +43,9 @@ pub use outbound::{
     SecretValue,
 };
 pub use outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
+pub use script::{
+    Interpreter, PycTree, ScriptRequest, ScriptRun, ScriptRuntime, ScriptRuntimeError, SkillFiles,
+};
 pub use vfs::{AssetsFolder, ScratchLimit};
 
 use crate::limits::{
@@ -294,6 +298,7 @@ impl SandboxBuilder {
                 ticker,
                 spare_threshold: self.spare_threshold,
                 spares: spare::SpareRoom::default(),
+                script_runtime: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -391,6 +396,9 @@ pub(crate) struct SandboxInner {
     spare_threshold: Option<Duration>,
     /// The spares held or being made, across components.
     spares: spare::SpareRoom,
+    /// The script runtime, once loaded (or why it cannot be).
+    script_runtime:
+        std::sync::OnceLock<Result<Arc<script::LoadedRuntime>, script::ScriptRuntimeError>>,
 }
 
 /// The sandbox: one engine for the whole host, cheap to clone.

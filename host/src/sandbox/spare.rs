@@ -32,16 +32,17 @@ use std::time::Duration;
 
 use wasmtime::Store;
 
-use super::bindings::Skill;
+use super::SandboxInner;
 use super::state::CallState;
 use crate::limits::{Limits, MAX_SPARE_INSTANCES};
 
-/// A fresh instance made ahead of its call.
-pub(crate) struct Spare {
+/// A fresh instance made ahead of its call: `I` is the instance's
+/// bindings (a skill's, or the script runtime's).
+pub(crate) struct Spare<I> {
     /// Its store, with no epoch ticking while it waits.
     store: Store<CallState>,
     /// The instance.
-    skill: Skill,
+    instance: I,
     /// Fuel its instantiation consumed.
     fuel_used: u64,
     /// The limits it was made under.
@@ -50,18 +51,18 @@ pub(crate) struct Spare {
     _held: Held,
 }
 
-impl Spare {
+impl<I> Spare<I> {
     /// A spare made under `limits`, holding its place.
     pub fn new(
         store: Store<CallState>,
-        skill: Skill,
+        instance: I,
         fuel_used: u64,
         limits: Limits,
         held: Held,
-    ) -> Spare {
+    ) -> Spare<I> {
         Spare {
             store,
-            skill,
+            instance,
             fuel_used,
             limits,
             _held: held,
@@ -71,8 +72,8 @@ impl Spare {
     /// Its store, its instance and the fuel its instantiation consumed;
     /// its place among the sandbox's spares is given back (it is a call's
     /// instance now).
-    pub fn into_parts(self) -> (Store<CallState>, Skill, u64) {
-        (self.store, self.skill, self.fuel_used)
+    pub fn into_parts(self) -> (Store<CallState>, I, u64) {
+        (self.store, self.instance, self.fuel_used)
     }
 }
 
@@ -91,10 +92,24 @@ pub(crate) fn untouched(state: &CallState) -> bool {
 /// The spares of a sandbox's components: how many are held or being made,
 /// and which components hold one, so that a call the pool has no slot
 /// for can take theirs.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct SpareRoom {
     count: Arc<AtomicUsize>,
-    holders: Mutex<Vec<Weak<Spares>>>,
+    holders: Mutex<Vec<Weak<dyn Evict>>>,
+}
+
+/// A component's spares, as its sandbox sees them: something that can
+/// give its slot back.
+pub(crate) trait Evict: Send + Sync {
+    /// Drops the ready spare; whether there was one.
+    fn evict(&self) -> bool;
+}
+
+impl<I: Send> Evict for Spares<I> {
+    fn evict(&self) -> bool {
+        let dropped = self.slot().ready.take();
+        dropped.is_some()
+    }
 }
 
 impl SpareRoom {
@@ -109,38 +124,40 @@ impl SpareRoom {
             .map(|_| Held(self.count.clone()))
     }
 
-    fn holders(&self) -> MutexGuard<'_, Vec<Weak<Spares>>> {
+    fn holders(&self) -> MutexGuard<'_, Vec<Weak<dyn Evict>>> {
         // A list of weak references: a panic while it was held cannot
         // leave it half-written.
         self.holders.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Notes that `spares` holds a spare now.
-    pub fn holds(&self, spares: &Arc<Spares>) {
+    pub fn holds<I: Send + 'static>(&self, spares: &Arc<Spares<I>>) {
         let mut holders = self.holders();
         holders.retain(|w| w.strong_count() > 0);
+        let this = Arc::as_ptr(spares).cast::<()>();
         if !holders
             .iter()
-            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(spares)))
+            .any(|w| std::ptr::eq(w.as_ptr().cast::<()>(), this))
         {
-            holders.push(Arc::downgrade(spares));
+            let weak: Weak<dyn Evict> = Arc::downgrade(spares) as Weak<dyn Evict>;
+            holders.push(weak);
         }
     }
 
     /// Drops every spare held, giving their instance slots to calls;
     /// whether there was any.
     pub fn evict(&self) -> bool {
-        let holders: Vec<Arc<Spares>> = {
+        let holders: Vec<Arc<dyn Evict>> = {
             let mut list = self.holders();
             let alive = list.iter().filter_map(Weak::upgrade).collect();
             list.clear();
             alive
         };
-        let dropped: Vec<Spare> = holders
-            .iter()
-            .filter_map(|s| s.slot().ready.take())
-            .collect();
-        !dropped.is_empty()
+        let mut any = false;
+        for h in holders {
+            any |= h.evict();
+        }
+        any
     }
 
     /// How many are held or being made.
@@ -161,9 +178,9 @@ impl Drop for Held {
 }
 
 /// How making a spare ended.
-pub(crate) enum Making {
+pub(crate) enum Making<I> {
     /// It is ready for the next call.
-    Ready(Spare),
+    Ready(Spare<I>),
     /// The instantiation trapped, ran out of time or touched something:
     /// the component gets no more spares.
     Refused,
@@ -174,8 +191,8 @@ pub(crate) enum Making {
 
 /// A component's spare, the cost of its instantiation, and whether a spare
 /// is being made.
-pub(crate) struct Spares {
-    slot: Mutex<Slot>,
+pub(crate) struct Spares<I> {
+    slot: Mutex<Slot<I>>,
     /// The shortest instantiation seen, in ns (`u64::MAX`: none yet): the
     /// component's own cost, whatever else the machine was doing.
     instantiate_ns: AtomicU64,
@@ -183,16 +200,25 @@ pub(crate) struct Spares {
     used: AtomicU64,
 }
 
-#[derive(Default)]
-struct Slot {
-    ready: Option<Spare>,
+struct Slot<I> {
+    ready: Option<Spare<I>>,
     making: bool,
     /// A spare's instantiation failed or touched something: no more.
     refused: bool,
 }
 
-impl Default for Spares {
-    fn default() -> Spares {
+impl<I> Default for Slot<I> {
+    fn default() -> Slot<I> {
+        Slot {
+            ready: None,
+            making: false,
+            refused: false,
+        }
+    }
+}
+
+impl<I> Default for Spares<I> {
+    fn default() -> Spares<I> {
         Spares {
             slot: Mutex::default(),
             instantiate_ns: AtomicU64::new(u64::MAX),
@@ -201,8 +227,8 @@ impl Default for Spares {
     }
 }
 
-impl Spares {
-    fn slot(&self) -> MutexGuard<'_, Slot> {
+impl<I> Spares<I> {
+    fn slot(&self) -> MutexGuard<'_, Slot<I>> {
         // The slot is a plain value; a panic while it was held cannot
         // leave it half-written.
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
@@ -210,7 +236,7 @@ impl Spares {
 
     /// The spare, if one made under `limits` is ready. A spare made for
     /// other limits is dropped: the next one is made for these.
-    pub fn take(&self, limits: &Limits) -> Option<Spare> {
+    pub fn take(&self, limits: &Limits) -> Option<Spare<I>> {
         let spare = self.slot().ready.take()?;
         if spare.limits == *limits {
             self.used.fetch_add(1, Ordering::Relaxed);
@@ -244,7 +270,7 @@ impl Spares {
     }
 
     /// Ends what [`begin`](Spares::begin) started.
-    pub fn made(&self, making: Making) {
+    pub fn made(&self, making: Making<I>) {
         let mut slot = self.slot();
         slot.making = false;
         match making {
@@ -262,6 +288,74 @@ impl Spares {
     /// How many calls ran in a spare.
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
+    }
+}
+
+/// A loaded component that gets spares: a skill's, or the script
+/// runtime.
+pub(crate) trait MakesSpares: Clone + Send + Sync + 'static {
+    /// Its instances' bindings.
+    type Instance: Send + 'static;
+    /// Its spare.
+    fn spares(&self) -> &Arc<Spares<Self::Instance>>;
+    /// Its sandbox.
+    fn sandbox(&self) -> &SandboxInner;
+    /// Makes a fresh instance under `limits` with nothing of a call bound
+    /// to it (see [`untouched`]).
+    fn make(
+        &self,
+        limits: Limits,
+        held: Held,
+    ) -> impl Future<Output = Making<Self::Instance>> + Send;
+}
+
+/// Starts making a spare of `c` for the next call under `limits`, if it
+/// gets spares and has none. The task first yields, so that the tasks
+/// already ready (the answer's writer on a one-thread runtime) run first.
+pub(crate) fn refill<C: MakesSpares>(c: &C, limits: Limits) {
+    let Some(threshold) = c.sandbox().spare_threshold else {
+        return;
+    };
+    if !c.spares().begin(threshold) {
+        return;
+    }
+    let making = MakingSpare(Some(c.clone()));
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let Some(held) = c.sandbox().spares.reserve() else {
+        return;
+    };
+    rt.spawn(async move {
+        tokio::task::yield_now().await;
+        if let Some(c) = &making.0 {
+            let made = c.make(limits, held).await;
+            making.finish(made);
+        }
+    });
+}
+
+/// A spare being made: ends as abandoned if its task is dropped before it
+/// ends (its runtime shut down), so a later call may start another.
+struct MakingSpare<C: MakesSpares>(Option<C>);
+
+impl<C: MakesSpares> MakingSpare<C> {
+    fn finish(mut self, made: Making<C::Instance>) {
+        if let Some(c) = self.0.take() {
+            let ready = matches!(made, Making::Ready(_));
+            c.spares().made(made);
+            if ready {
+                c.sandbox().spares.holds(c.spares());
+            }
+        }
+    }
+}
+
+impl<C: MakesSpares> Drop for MakingSpare<C> {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.spares().made(Making::Abandoned);
+        }
     }
 }
 
@@ -285,7 +379,7 @@ mod tests {
 
     #[test]
     fn nothing_is_made_before_an_instantiation_was_timed_or_under_the_threshold() {
-        let spares = Spares::default();
+        let spares = Spares::<()>::default();
         assert!(!spares.begin(Duration::ZERO), "no instantiation timed yet");
         spares.instantiated(Duration::from_micros(80));
         assert!(

@@ -18,8 +18,8 @@ use super::invoke::{Invoker, RefReader};
 use super::outbound::{OutboundHooks, OutboundRecord};
 use super::outcome::TrapReason;
 use crate::limits::{
-    KEPT_STDIO_BYTES, Limits, MAX_CALL_INSTANCES, MAX_CALL_MEMORIES, MAX_CALL_TABLES,
-    MAX_RESOURCE_HANDLES, MAX_TABLE_ELEMENTS,
+    Limits, MAX_CALL_INSTANCES, MAX_CALL_MEMORIES, MAX_CALL_TABLES, MAX_RESOURCE_HANDLES,
+    MAX_TABLE_ELEMENTS,
 };
 
 /// A trap the host raised on purpose, carried through wasmtime's error.
@@ -96,6 +96,9 @@ impl wasmtime::ResourceLimiter for CallLimiter {
     }
 }
 
+/// The most one write to stdout or stderr may pass at once: 64 MiB.
+const MAX_STDIO_WRITE: usize = 64 << 20;
+
 /// What a captured stream has seen.
 #[derive(Debug, Default)]
 pub(crate) struct Capture {
@@ -104,20 +107,23 @@ pub(crate) struct Capture {
     pub exceeded: bool,
 }
 
-/// stdout or stderr of one call: keeps the first [`KEPT_STDIO_BYTES`],
-/// counts the rest, and traps the guest once `cap` bytes are passed.
+/// stdout or stderr of one call: keeps the first `kept` bytes
+/// ([`KEPT_STDIO_BYTES`](crate::limits::KEPT_STDIO_BYTES) for a tool call), counts the rest, and traps the
+/// guest once `cap` bytes are passed.
 #[derive(Clone)]
 pub(crate) struct CapturedOutput {
     name: &'static str,
     cap: u64,
+    kept: usize,
     capture: Arc<Mutex<Capture>>,
 }
 
 impl CapturedOutput {
-    pub fn new(name: &'static str, cap: u64) -> CapturedOutput {
+    pub fn new(name: &'static str, cap: u64, kept: usize) -> CapturedOutput {
         CapturedOutput {
             name,
             cap,
+            kept,
             capture: Arc::default(),
         }
     }
@@ -138,7 +144,7 @@ impl CapturedOutput {
                 format!("{} exceeded its cap of {} bytes", self.name, self.cap),
             ));
         }
-        let room = KEPT_STDIO_BYTES.saturating_sub(c.kept.len());
+        let room = self.kept.saturating_sub(c.kept.len());
         let take = room.min(bytes.len());
         c.kept.extend_from_slice(&bytes[..take]);
         Ok(())
@@ -176,7 +182,14 @@ impl OutputStream for CapturedOutput {
     }
 
     fn check_write(&mut self) -> Result<usize, StreamError> {
-        Ok(64 << 10)
+        // Room up to one byte past the cap: a guest's write is taken whole
+        // (CPython's unbuffered stdout, as componentize-py builds it, drops
+        // what a short write leaves), and one more byte traps.
+        let total = self.lock().total;
+        let room = self.cap.saturating_sub(total).saturating_add(1);
+        Ok(usize::try_from(room)
+            .unwrap_or(usize::MAX)
+            .min(MAX_STDIO_WRITE))
     }
 }
 
@@ -200,6 +213,73 @@ impl AsyncWrite for CapturedOutput {
     }
 }
 
+/// stdin of one call: the bytes its binding gives (none for a tool call,
+/// the request's for a script), read once. A spare's stdin gets its
+/// call's bytes at rebind, before the guest reads it.
+#[derive(Clone, Default)]
+pub(crate) struct CallStdin(Arc<Mutex<Bytes>>);
+
+impl CallStdin {
+    fn lock(&self) -> MutexGuard<'_, Bytes> {
+        // Bytes are replaced whole; a panic cannot leave them half-written.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes `bytes` what is left to read.
+    pub fn set(&self, bytes: Bytes) {
+        *self.lock() = bytes;
+    }
+
+    fn take(&self, size: usize) -> Bytes {
+        let mut left = self.lock();
+        let n = size.min(left.len());
+        left.split_to(n)
+    }
+}
+
+impl IsTerminal for CallStdin {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdinStream for CallStdin {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncRead + Send + Sync> {
+        Box::new(self.clone())
+    }
+
+    fn p2_stream(&self) -> Box<dyn wasmtime_wasi::p2::InputStream> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for CallStdin {
+    async fn ready(&mut self) {}
+}
+
+impl wasmtime_wasi::p2::InputStream for CallStdin {
+    fn read(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        let bytes = self.take(size);
+        if bytes.is_empty() && size > 0 {
+            return Err(StreamError::Closed);
+        }
+        Ok(bytes)
+    }
+}
+
+impl tokio::io::AsyncRead for CallStdin {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let bytes = self.take(buf.remaining());
+        buf.put_slice(&bytes);
+        Poll::Ready(Ok(()))
+    }
+}
+
 /// Who is calling and what they may reach through the `host` interface.
 #[derive(Clone)]
 pub(crate) struct CallIdentity {
@@ -216,6 +296,8 @@ pub(crate) struct CallState {
     pub limiter: CallLimiter,
     pub stdout: CapturedOutput,
     pub stderr: CapturedOutput,
+    /// What the guest reads on stdin (the binding's).
+    stdin: CallStdin,
     /// The call this store serves.
     pub call: CallBinding,
     pub limits: Limits,
@@ -276,18 +358,26 @@ pub(crate) struct CallBinding {
     pub refs: Option<Arc<dyn RefReader>>,
     /// What the call may reach beyond computing.
     pub reach: CallReach,
+    /// What the guest reads on stdin (nothing for a tool call).
+    pub stdin: Bytes,
 }
 
 impl CallState {
-    pub fn new(limits: Limits, binding: CallBinding) -> CallState {
-        let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes);
-        let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes);
-        // Deny by default: no env, no args, stdin closed, stdout and
-        // stderr captured, and no sockets: no TCP, no UDP, no name lookup,
-        // no address allowed (wasmtime-wasi's defaults, which every socket
-        // call checks). The filesystem is the binding's (`vfs/`).
+    /// A store's state for `binding` under `limits`, keeping `kept` bytes
+    /// of stdout and of stderr.
+    pub fn new(limits: Limits, binding: CallBinding, kept: usize) -> CallState {
+        let stdout = CapturedOutput::new("stdout", limits.max_stdio_bytes, kept);
+        let stderr = CapturedOutput::new("stderr", limits.max_stdio_bytes, kept);
+        let stdin = CallStdin::default();
+        stdin.set(binding.stdin.clone());
+        // Deny by default: no env, no args, stdin the binding's (empty for
+        // a tool call), stdout and stderr captured, and no sockets: no TCP,
+        // no UDP, no name lookup, no address allowed (wasmtime-wasi's
+        // defaults, which every socket call checks). The filesystem is the
+        // binding's (`vfs/`).
         let mut builder = WasiCtx::builder();
         builder
+            .stdin(stdin.clone())
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_blocking_current_thread(false);
@@ -303,6 +393,7 @@ impl CallState {
             },
             stdout,
             stderr,
+            stdin,
             call: binding,
             limits,
             hostward_bytes: 0,
@@ -320,6 +411,7 @@ impl CallState {
     /// guest never asked for its own). The limits are the spare's own,
     /// equal to the call's.
     pub fn rebind(&mut self, binding: CallBinding) {
+        self.stdin.set(binding.stdin.clone());
         self.call = binding;
     }
 

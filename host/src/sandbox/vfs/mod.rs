@@ -26,16 +26,10 @@
 mod assets;
 mod bindings;
 mod descriptor;
-// The scratch folder, the name rules and the trees' archives serve the
-// script runtime (built on this filesystem next); until it lands, only
-// their tests use all of them.
-#[allow(dead_code)]
 pub(crate) mod name;
 mod preopens;
-#[allow(dead_code)]
 pub(crate) mod scratch;
 mod streams;
-#[allow(dead_code)]
 pub(crate) mod tree;
 
 use std::sync::Arc;
@@ -76,6 +70,34 @@ pub(crate) enum Errno {
     CrossDevice,
 }
 
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Errno::NotPermitted => "not permitted",
+            Errno::NoEntry => "no such file or folder",
+            Errno::Exist => "already there",
+            Errno::NotDirectory => "a file where a folder should be",
+            Errno::IsDirectory => "a folder where a file should be",
+            Errno::NotEmpty => "the folder is not empty",
+            Errno::Invalid => "invalid",
+            Errno::NameTooLong => "the name is too long",
+            Errno::InsufficientSpace => "no space left",
+            Errno::BadDescriptor => "not opened for that",
+            Errno::CrossDevice => "another mount",
+        })
+    }
+}
+
+impl std::fmt::Display for scratch::PutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            scratch::PutError::Name(e) => write!(f, "{e}"),
+            scratch::PutError::Limit(l) => write!(f, "over {l}"),
+            scratch::PutError::Errno(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// One folder of a call's filesystem.
 #[derive(Clone)]
 pub(crate) struct Mount {
@@ -91,7 +113,6 @@ pub(crate) enum MountRoot {
     /// A read-only tree.
     ReadOnly(Arc<RoDir>),
     /// The call's scratch folder.
-    #[allow(dead_code)]
     Scratch(Scratch),
 }
 

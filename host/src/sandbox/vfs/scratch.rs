@@ -322,6 +322,7 @@ impl Scratch {
     }
 
     /// Bytes of files held, and files and folders (the root not counted).
+    #[cfg(test)]
     pub fn usage(&self) -> (u64, usize) {
         let inner = self.lock();
         (inner.bytes, inner.nodes.len() - 1)

@@ -152,6 +152,7 @@ impl RoDir {
     }
 
     /// How many files and folders are under this folder, and their bytes.
+    #[cfg(test)]
     pub fn size(&self) -> (usize, u64) {
         let mut count = 0usize;
         let mut bytes = 0u64;
