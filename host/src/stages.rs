@@ -89,6 +89,15 @@ pub fn lap(stage: Stage, clock: &mut Option<Instant>) {
     }
 }
 
+/// Forgets every sample recorded so far (a bench timing one phase of its
+/// run).
+pub fn reset() {
+    let mut s = SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
+    for v in s.iter_mut() {
+        v.clear();
+    }
+}
+
 /// Each stage's count and p50/p90/p99 in nanoseconds, as a JSON object in
 /// path order; `None` when timing is off.
 pub fn report() -> Option<String> {

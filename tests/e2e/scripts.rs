@@ -461,7 +461,7 @@ async fn byte_code_compiled_at_install_is_used_and_kept_as_an_archive() {
         cold.stderr
     );
     let pyc = rt
-        .compile(&files, opts())
+        .compile(&files)
         .await
         .unwrap_or_else(|e| panic!("compile: {e}\n{}", e.stderr));
     assert_eq!(
@@ -535,6 +535,10 @@ async fn an_endless_loop_ends_by_fuel_and_a_sleeper_by_the_deadline() {
     let skill = SkillDir::new(&[
         ("scripts/spin.py", "while True:\n    pass\n"),
         ("scripts/sleep.py", "import time\ntime.sleep(3600)\n"),
+        (
+            "scripts/recurse.py",
+            "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1) + 1\nf(0)\n",
+        ),
     ]);
     let files = skill.files();
     let e = fails(
@@ -553,6 +557,25 @@ async fn an_endless_loop_ends_by_fuel_and_a_sleeper_by_the_deadline() {
     .await;
     assert_eq!(e.trap_reason(), Some(TrapReason::Deadline), "{e}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    // A runaway recursion past any limit the script sets: CPython's own
+    // guard, or the sandbox's caps (CPython 3.14 keeps Python frames in
+    // its heap: the memory cap ends it).
+    match rt
+        .run(request(&files, "scripts/recurse.py", &[]), opts())
+        .await
+    {
+        Ok(r) => {
+            assert_eq!(r.exit_code, 1);
+            assert!(r.stderr.contains("RecursionError"), "{}", r.stderr);
+        }
+        Err(e) => assert!(
+            matches!(
+                e.trap_reason(),
+                Some(TrapReason::Stack | TrapReason::Memory)
+            ),
+            "{e}"
+        ),
+    }
     next_call_is_fine(&rt).await;
 }
 
@@ -611,6 +634,16 @@ print(json.dumps(out))
     )]);
     let r = run(&rt, request(&skill.files(), "scripts/escape.py", &[])).await;
     assert_eq!(r.exit_code, 0, "{}", r.stderr);
+    // No program it asked for runs as a child of this process.
+    let started: Vec<String> = children()
+        .into_iter()
+        .filter(|cmd| {
+            ["ls\0/", "sh\0-c\0id", "id"]
+                .iter()
+                .any(|c| cmd.starts_with(c))
+        })
+        .collect();
+    assert!(started.is_empty(), "started: {started:?}");
     let v = json_of(&r);
     let says = |k: &str| {
         v[k].as_str()
@@ -965,6 +998,29 @@ fn tree_of(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         }
     }
     out.sort();
+    out
+}
+
+/// The command lines (NUL-separated) of this process's children.
+fn children() -> Vec<String> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let path = p.path();
+        let Ok(status) = std::fs::read_to_string(path.join("status")) else {
+            continue;
+        };
+        let parent = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        if parent == Some(me) {
+            out.push(std::fs::read_to_string(path.join("cmdline")).unwrap_or_default());
+        }
+    }
     out
 }
 

@@ -59,6 +59,9 @@ mod embedded {
     pub(crate) struct Embedded {
         pub component: &'static [u8],
         pub stdlib: &'static [u8],
+        /// The uncompressed component's sha256 (hex): its compiled code
+        /// is looked up by it before anything is unpacked.
+        pub sha256: &'static str,
     }
 
     include!(concat!(env!("OUT_DIR"), "/script_runtime.rs"));
@@ -210,7 +213,7 @@ impl SkillFiles {
     ///
     /// ```no_run
     /// # async fn f(rt: skillhost::ScriptRuntime, files: std::sync::Arc<skillhost::SkillFiles>) {
-    /// let pyc = rt.compile(&files, skillhost::CallOptions::default()).await.unwrap();
+    /// let pyc = rt.compile(&files).await.unwrap();
     /// let files = files.with_pyc(&pyc);
     /// # }
     /// ```
@@ -550,18 +553,29 @@ fn load_from(
         message: message.to_string(),
     })?;
     let load_err = |e: LoadError| ScriptRuntimeError::Load { message: e.message };
-    let wasm = zstd::decode_all(embedded.component).map_err(|e| ScriptRuntimeError::Load {
-        message: format!("cannot unpack the component: {e}"),
-    })?;
-    check_header(RUNTIME_LABEL, &wasm).map_err(load_err)?;
-    imports::check_script_runtime(&wasm).map_err(|e| ScriptRuntimeError::Load {
-        message: match e {
-            imports::SurfaceError::Malformed(m) | imports::SurfaceError::Refused(m) => m,
-        },
-    })?;
     let stdlib = stdlib(embedded.stdlib)?;
-    let (component, sha256, from_cache) =
-        compile(sandbox, RUNTIME_LABEL, &wasm).map_err(load_err)?;
+    // Compiled code the cache holds for these very bytes was checked when
+    // it was compiled: nothing is unpacked for it.
+    let cached = sandbox
+        .cache
+        .as_ref()
+        .and_then(|c| c.load(&sandbox.engine, embedded.sha256));
+    let (component, sha256, from_cache) = match cached {
+        Some(c) => (c, embedded.sha256.to_string(), true),
+        None => {
+            let wasm =
+                zstd::decode_all(embedded.component).map_err(|e| ScriptRuntimeError::Load {
+                    message: format!("cannot unpack the component: {e}"),
+                })?;
+            check_header(RUNTIME_LABEL, &wasm).map_err(load_err)?;
+            imports::check_script_runtime(&wasm).map_err(|e| ScriptRuntimeError::Load {
+                message: match e {
+                    imports::SurfaceError::Malformed(m) | imports::SurfaceError::Refused(m) => m,
+                },
+            })?;
+            compile(sandbox, RUNTIME_LABEL, &wasm).map_err(load_err)?
+        }
+    };
     let pre = sandbox
         .linker
         .instantiate_pre(&component)
@@ -909,6 +923,7 @@ impl ScriptRuntime {
         self.check(&request)
             .map_err(|m| invalid(&label, &tool, m))?;
         let start = Instant::now();
+        let mut clock = crate::stages::start();
         let deadline = deadline_of(&opts.limits, opts.not_after, start);
         let scratch = reserve_scratch(&label, &tool)?;
         for dir in [OUT, TMP] {
@@ -939,16 +954,20 @@ impl ScriptRuntime {
             Bytes::from(request.stdin),
         );
         let (mut store, spare) = self.store_for(opts.limits, binding);
+        crate::stages::lap(crate::stages::Stage::Store, &mut clock);
         let script = format!("{SKILL}/{}", request.script);
         let run = async {
             let instance = match spare {
                 Some(i) => i,
                 None => self.instantiate(&mut store).await?,
             };
-            instance
+            crate::stages::lap(crate::stages::Stage::Instantiate, &mut clock);
+            let r = instance
                 .skillhost_script_runner()
                 .call_run(&mut store, &script, &request.args)
-                .await
+                .await;
+            crate::stages::lap(crate::stages::Stage::Guest, &mut clock);
+            r
         };
         let result = tokio::time::timeout_at(deadline.into(), run).await;
         let duration = start.elapsed();
@@ -975,13 +994,12 @@ impl ScriptRuntime {
             (cut(&state.stdout), cut(&state.stderr))
         };
         super::teardown::after_answer(store);
-        let outputs = scratch.files_under(OUT);
-        let out_bytes: u64 = outputs.iter().map(|(_, b)| b.len() as u64).sum();
-        let over = if outputs.len() > MAX_SCRIPT_OUTPUT_FILES {
+        // Counted before anything is copied out of the scratch folder.
+        let (out_files, out_bytes) = scratch.count_under(OUT);
+        let over = if out_files > MAX_SCRIPT_OUTPUT_FILES {
             Some(format!(
-                "the script left {} files under {OUT}/, over the cap of {MAX_SCRIPT_OUTPUT_FILES}: \
-                 write an archive instead",
-                outputs.len()
+                "the script left {out_files} files under {OUT}/, over the cap of \
+                 {MAX_SCRIPT_OUTPUT_FILES}: write an archive instead"
             ))
         } else if out_bytes > MAX_SCRIPT_OUTPUT_BYTES {
             Some(format!(
@@ -1004,6 +1022,8 @@ impl ScriptRuntime {
                 )
             });
         }
+        let outputs = scratch.files_under(OUT);
+        crate::stages::lap(crate::stages::Stage::Output, &mut clock);
         Ok(ScriptRun {
             exit_code,
             stdout,
@@ -1021,17 +1041,36 @@ impl ScriptRuntime {
     /// packages) with the runtime's own CPython, for install time: the
     /// byte-code tree to keep beside the install and mount on later runs
     /// ([`SkillFiles::with_pyc`]). A file that does not compile is listed
-    /// in [`PycTree::failed`], not an error. Runs under `options`' limits
+    /// in [`PycTree::failed`], not an error. Runs under the sandbox
+    /// policy's [`compile_limits`](crate::LimitsPolicy::compile_limits)
     /// (a package of a few hundred files needs several times a script's
-    /// default fuel: pypdf's 61 files took 4.9 × 10⁹).
+    /// fuel: pypdf's 61 files took 4.9 × 10⁹); [`compile_with`](Self::compile_with)
+    /// takes other options.
     ///
     /// ```no_run
     /// # async fn f(rt: skillhost::ScriptRuntime, files: std::sync::Arc<skillhost::SkillFiles>) {
-    /// let pyc = rt.compile(&files, skillhost::CallOptions::default()).await.unwrap();
+    /// let pyc = rt.compile(&files).await.unwrap();
     /// std::fs::write("pyc.zip", pyc.to_archive()).unwrap();
     /// # }
     /// ```
-    pub async fn compile(
+    pub async fn compile(&self, files: &SkillFiles) -> Result<PycTree, CallError> {
+        let options = CallOptions {
+            limits: self.sandbox.policy.compile_limits(),
+            ..Default::default()
+        };
+        self.compile_with(files, options).await
+    }
+
+    /// [`compile`](Self::compile) under `options` (only their limits,
+    /// deadline and redaction apply).
+    ///
+    /// ```no_run
+    /// # async fn f(rt: skillhost::ScriptRuntime, files: std::sync::Arc<skillhost::SkillFiles>) {
+    /// let opts = skillhost::CallOptions { limits: skillhost::LimitsPolicy::default().compile_limits(), ..Default::default() };
+    /// let pyc = rt.compile_with(&files, opts).await.unwrap();
+    /// # }
+    /// ```
+    pub async fn compile_with(
         &self,
         files: &SkillFiles,
         options: CallOptions,

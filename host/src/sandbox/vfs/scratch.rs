@@ -553,6 +553,29 @@ impl Scratch {
         Ok(())
     }
 
+    /// How many files are under the folder at the relative path `path`,
+    /// and their bytes (none when there is no such folder), counted
+    /// without copying them.
+    pub fn count_under(&self, path: &str) -> (usize, u64) {
+        let inner = self.lock();
+        let Ok(id) = inner.lookup(ROOT, path) else {
+            return (0, 0);
+        };
+        let mut count = (0usize, 0u64);
+        let mut stack = vec![id];
+        while let Some(at) = stack.pop() {
+            match inner.nodes.get(&at).map(|n| &n.kind) {
+                Some(Kind::File(data)) => {
+                    count.0 += 1;
+                    count.1 += data.len() as u64;
+                }
+                Some(Kind::Dir(entries)) => stack.extend(entries.values().copied()),
+                None => {}
+            }
+        }
+        count
+    }
+
     /// Every file under the folder at the relative path `path`, with its
     /// path relative to it, in name order; empty when there is no such
     /// folder.
@@ -1272,6 +1295,9 @@ mod tests {
             vec![("a.txt".to_string(), Bytes::from_static(b"12345"))]
         );
         assert!(s.files_under("nothing").is_empty());
+        assert_eq!(s.count_under("in"), (1, 5));
+        assert_eq!(s.count_under(""), (0, 0));
+        assert_eq!(s.count_under("nothing"), (0, 0));
     }
 
     #[test]
