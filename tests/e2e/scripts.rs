@@ -420,6 +420,7 @@ async fn a_request_is_checked_before_anything_runs() {
         "a\0b",
         long.as_str(),
         "out/x",
+        "report\u{202e}fdp.exe",
         ".tmp/y",
         "a//b",
         "",
@@ -867,6 +868,7 @@ print(json.dumps(out))
             r#"import errno, json, os
 out = {}
 for label, name in [("newline", "a\nb"), ("nul", "a\0b"), ("long", "n" * 4000),
+                    ("bidi", "out/report\u202efdp.exe"),
                     ("dotdot", "../escaped.txt"), ("deep", "/".join(["d"] * 40))]:
     try:
         if label == "deep":
@@ -923,6 +925,7 @@ print(json.dumps(out))
         v,
         serde_json::json!({
             "newline": ["OSError", "EINVAL"],
+            "bidi": ["OSError", "EINVAL"],
             "nul": ["ValueError", null],
             "long": ["OSError", "ENAMETOOLONG"],
             "dotdot": ["PermissionError", "EPERM"],

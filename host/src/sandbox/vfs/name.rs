@@ -1,8 +1,11 @@
 //! The rules a name must follow to be created in the scratch folder (and
 //! for a script call's input files, checked again by the sandbox): each
 //! name 1 to [`MAX_SCRATCH_NAME_BYTES`] bytes, no NUL, no control
-//! character, not `.` or `..`; a path (its names joined by `/`) at most
-//! [`MAX_SCRATCH_PATH_BYTES`] bytes and [`MAX_SCRATCH_DEPTH`] names deep.
+//! character, no invisible or bidirectional character (a file name comes
+//! back to an agent and an operator: `report\u{202e}fdp.exe` must not read
+//! as `report.exe`), not `.` or `..`; a path (its names joined by `/`) at
+//! most [`MAX_SCRATCH_PATH_BYTES`] bytes and [`MAX_SCRATCH_DEPTH`] names
+//! deep.
 
 use crate::limits::{MAX_SCRATCH_DEPTH, MAX_SCRATCH_NAME_BYTES, MAX_SCRATCH_PATH_BYTES};
 
@@ -11,7 +14,8 @@ use crate::limits::{MAX_SCRATCH_DEPTH, MAX_SCRATCH_NAME_BYTES, MAX_SCRATCH_PATH_
 pub(crate) enum NameError {
     /// Empty, `.`, `..`, or holding a `/`.
     NotAName,
-    /// A NUL or another control character (C0, DEL, C1).
+    /// A NUL or another control character (C0, DEL, C1), or an invisible
+    /// or bidirectional one (`escape.rs`'s `is_invisible`).
     Control,
     /// Longer than [`MAX_SCRATCH_NAME_BYTES`].
     NameTooLong,
@@ -25,9 +29,10 @@ impl std::fmt::Display for NameError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NameError::NotAName => f.write_str("a name must not be empty, `.`, `..` or hold a `/`"),
-            NameError::Control => {
-                f.write_str("a name must not hold NUL, a newline or another control character")
-            }
+            NameError::Control => f.write_str(
+                "a name must not hold NUL, a newline, another control character or an \
+                 invisible one",
+            ),
             NameError::NameTooLong => {
                 write!(f, "a name must be at most {MAX_SCRATCH_NAME_BYTES} bytes")
             }
@@ -41,10 +46,11 @@ impl std::fmt::Display for NameError {
     }
 }
 
-/// Whether `c` is a control character: C0 (NUL and newline among them),
-/// DEL, or C1.
+/// Whether `c` may not be in a name: a control character (C0, NUL and
+/// newline among them; DEL; C1), or one that renders as nothing or
+/// reorders the text around it.
 fn is_control(c: char) -> bool {
-    c.is_control()
+    c.is_control() || crate::escape::is_invisible(c)
 }
 
 /// Checks one name (one component of a path).
@@ -96,7 +102,16 @@ mod tests {
         for bad in ["", ".", "..", "a/b", "/"] {
             assert_eq!(check_name(bad), Err(NameError::NotAName), "{bad:?}");
         }
-        for bad in ["a\0b", "a\nb", "\r", "tab\there", "del\u{7f}", "c1\u{85}"] {
+        for bad in [
+            "a\0b",
+            "a\nb",
+            "\r",
+            "tab\there",
+            "del\u{7f}",
+            "c1\u{85}",
+            "report\u{202e}fdp.exe",
+            "zero\u{200b}width",
+        ] {
             assert_eq!(check_name(bad), Err(NameError::Control), "{bad:?}");
         }
         assert_eq!(check_name("..."), Ok(()));

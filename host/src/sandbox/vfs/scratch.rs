@@ -54,7 +54,8 @@ pub enum ScratchLimit {
         /// The cap, in bytes.
         cap: u64,
     },
-    /// A name holding NUL, a newline or another control character.
+    /// A name holding NUL, a newline, another control character or an
+    /// invisible one.
     NameCharacters,
     /// A path's length from the folder's root (`MAX_SCRATCH_PATH_BYTES`).
     PathBytes {
@@ -79,8 +80,8 @@ impl std::fmt::Display for ScratchLimit {
                 write!(f, "the scratch folder's cap of {cap} bytes per name")
             }
             ScratchLimit::NameCharacters => f.write_str(
-                "the scratch folder's rule that a name holds no NUL, newline or other control \
-                 character",
+                "the scratch folder's rule that a name holds no NUL, newline, other control \
+                 character or invisible one",
             ),
             ScratchLimit::PathBytes { cap } => {
                 write!(f, "the scratch folder's cap of {cap} bytes per path")
