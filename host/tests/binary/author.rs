@@ -380,6 +380,7 @@ fn install_compiles_once_and_no_call_pays_compilation() {
         std::fs::read_dir(data.join("cache/components"))
             .unwrap()
             .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
             .map(|e| (e.file_name(), e.metadata().unwrap().modified().unwrap()))
             .collect()
     };
