@@ -1222,6 +1222,8 @@ fn status_text(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// A stdio server's failed start: what happened (`why`), why its transport
+/// ended, how its process ended, then its last stderr lines, as context.
 fn describe_failure(
     why: &str,
     fault: &Fault,
@@ -1235,8 +1237,8 @@ fn describe_failure(
     if let Some(status) = process.try_exit() {
         msg.push_str(&format!("; the process {}", status_text(status)));
     }
-    if let Some(line) = log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
-        msg.push_str(&format!("; last stderr line: {line}"));
+    if let Some(context) = log.context() {
+        msg.push_str(&format!("; {context}"));
     }
     msg
 }

@@ -59,7 +59,7 @@ pub use proc_table::{ProcEntry, group_members};
 pub use process::SERVER_TAG_ENV;
 pub use rmcp::model::CallToolResult;
 pub use server_log::{ServerLogLevel, ServerLogLine, ServerLogSink};
-pub use stderr_log::{LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
+pub use stderr_log::{CONTEXT_LINES, LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
 pub use stdio::MAX_MESSAGE_BYTES;
 pub use tools::{McpTool, classify_tools, definition_hash};
 
