@@ -18,6 +18,7 @@
 mod client;
 mod config;
 mod elicit;
+mod handshake;
 mod import;
 mod in_flight;
 mod manager;
@@ -43,6 +44,7 @@ pub use config::{
 pub use elicit::{
     ElicitQuestion, ElicitReply, ElicitReplyFuture, ForwardFuture, UpstreamElicitor, apply_defaults,
 };
+pub use handshake::LEGACY_PROBE_AFTER;
 pub use import::{import_desktop_config, merge_imported};
 pub use manager::{
     CallHooks, ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy,
