@@ -5,18 +5,17 @@
 //! per-request `_meta`); a server that answers like a legacy server gets
 //! the legacy `initialize` handshake proposing 2025-11-25 (servers may
 //! answer with an older revision such as 2025-06-18). Only the server's
-//! connect timeout (90 s unless configured) bounds a stdio server's
-//! handshake: it may take long to start (`npx -y` fetches its package
-//! first).
+//! connect timeout (90 s unless configured) bounds the handshake: a server
+//! may take long to start (`npx -y` fetches its package first).
 //!
 //! - stdio: the host runs the handshake on the transport itself
 //!   (`crate::handshake`; `initialize` goes out beside the probe after 10 s
 //!   without an answer, for legacy servers that never answer it), then
 //!   hands the transport to rmcp's service.
-//! - Streamable HTTP: rmcp's dual-era startup (which still gives the probe
-//!   10 s); a server that answers `server/discover` with a result that is
-//!   not a discover result (a legacy server answering unknown methods with
-//!   `{}`) gets `initialize` on a fresh transport.
+//! - Streamable HTTP: rmcp's `server/discover` startup; a server that
+//!   answers it like a legacy server (an error that is not a 2026-07-28
+//!   refusal, or a result that is not a discover result, such as `{}`)
+//!   gets `initialize` on a fresh transport.
 //! - Legacy SSE servers get `initialize` directly.
 //!
 //! The era each server speaks is recorded in [`SessionInfo`].
@@ -552,22 +551,19 @@ pub(crate) struct Connection {
     roots: bool,
 }
 
-fn lifecycle_auto() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+/// Whether rmcp's `server/discover` startup failed because the server is
+/// legacy: it answered the probe with a JSON-RPC error that is not one a
+/// 2026-07-28 server refuses a client with, with a result that is not a
+/// discover result (a legacy server answering methods it does not know
+/// with `{}`), or it speaks no 2026-07-28 revision the host does. The
+/// `initialize` handshake then decides.
+fn discover_says_legacy(e: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::JsonRpcError(data) => !crate::handshake::is_modern_refusal(data.code),
+        E::ExpectedInitResult(_) | E::NoCompatibleProtocolVersion { .. } => true,
+        _ => false,
     }
-}
-
-/// Whether the `server/discover` probe got a successful answer that is not
-/// a discover result (e.g. `{}`). A modern server must answer it with its
-/// supported versions, so this is a legacy server that answers methods it
-/// does not know with a result instead of an error.
-fn discover_answered_by_legacy(e: &rmcp::service::ClientInitializeError) -> bool {
-    matches!(
-        e,
-        rmcp::service::ClientInitializeError::ExpectedInitResult(_)
-    )
 }
 
 /// The OAuth challenge (`WWW-Authenticate`) that failed a request, over
@@ -600,8 +596,15 @@ enum HttpHandshake {
     Failed(String),
 }
 
-/// The streamable HTTP handshake over `client`: the modern probe, and
-/// `initialize` on a fresh transport when a legacy server answered it.
+/// The streamable HTTP handshake over `client`, bounded by `deadline` only
+/// (rmcp's `Auto` mode gives the probe 10 s, which failed servers slow to
+/// answer): the modern probe, and `initialize` on a fresh transport when
+/// the server answers it as a legacy server does (a JSON-RPC error that is
+/// not a 2026-07-28 refusal, which rmcp makes of a 4xx status too, or a
+/// result that is not a discover result). Unlike over stdio, `initialize`
+/// is not sent beside a probe still unanswered: every HTTP request gets a
+/// response of its own, which a legacy server gives at once, so an
+/// unanswered probe is a server that is not answering yet.
 async fn http_handshake<C>(
     client: C,
     cfg: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
@@ -617,9 +620,12 @@ where
 {
     use rmcp::transport::StreamableHttpClientTransport;
     let transport = StreamableHttpClientTransport::with_client(client.clone(), cfg.clone());
+    let discover = ClientLifecycleMode::Discover {
+        preferred_versions: vec![crate::handshake::MODERN_VERSION],
+    };
     let outcome = tokio::time::timeout_at(
         deadline,
-        serve_client_with_lifecycle(handler.clone(), transport, lifecycle_auto()),
+        serve_client_with_lifecycle(handler.clone(), transport, discover),
     )
     .await
     .map_err(|_| HttpHandshake::TimedOut)?;
@@ -630,10 +636,10 @@ where
     if let Some(header) = e.auth_challenge() {
         return Err(HttpHandshake::Challenged(header.to_string()));
     }
-    if !discover_answered_by_legacy(&e) {
+    if !discover_says_legacy(&e) {
         return Err(HttpHandshake::Failed(e.to_string()));
     }
-    // The probe is spent with its transport; the legacy server gets
+    // The probe's transport ended with its startup; the legacy server gets
     // `initialize` on a fresh one.
     let probe = format!("{e}; then `initialize` on a new connection: ");
     let transport = StreamableHttpClientTransport::with_client(client, cfg);

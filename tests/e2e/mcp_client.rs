@@ -447,6 +447,69 @@ async fn legacy_server_silent_on_discover_connects_with_initialize() {
     );
 }
 
+/// A slow peer over streamable HTTP, connected by a manager with the
+/// default connect timeout: ready on the first attempt in `era`, its tool
+/// callable.
+async fn slow_http_connects(name: &str, era: SlowEra) {
+    let env = env();
+    let port = peers::free_loopback_port();
+    let (prog, args) = peers::slow_server_cmd(SLOW_START_SECS, era, Some(port));
+    let mut cmd = std::process::Command::new(prog);
+    cmd.args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _peer = Killed(peers::spawn_in_own_group(&mut cmd).unwrap());
+    peers::wait_for_port(port, Duration::from_secs(20));
+    let s = ServerConfig::http(
+        name,
+        TransportKind::StreamableHttp,
+        &format!("http://127.0.0.1:{port}/mcp"),
+    );
+    assert_eq!(s.timeouts.connect(), Duration::from_secs(90));
+    let (m, _) = manager_with(&env, vec![s]).await;
+    let st = m.status(name).unwrap();
+    assert_eq!(st.state, ServerState::Ready, "{st:?}");
+    assert_eq!(st.restarts, 0, "ready on the first attempt: {st:?}");
+    let session = st.session.clone().unwrap();
+    let expected = match era {
+        SlowEra::Modern => (Era::Modern, "2026-07-28"),
+        SlowEra::Legacy | SlowEra::LegacySilent => (Era::Legacy, "2025-11-25"),
+    };
+    assert_eq!(
+        (session.era, session.protocol_version.as_str()),
+        expected,
+        "{session:?}"
+    );
+    assert!(
+        session.connect_time >= Duration::from_secs_f64(SLOW_START_SECS),
+        "{session:?}"
+    );
+    let r = m
+        .call(
+            &format!("{name}.echo"),
+            json!({"text": "over http"}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "over http");
+    m.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_streamable_http_server_connects_in_the_modern_era() {
+    slow_http_connects("slowhttp", SlowEra::Modern).await;
+}
+
+/// A legacy server over streamable HTTP that answers the probe only once
+/// it is up (with HTTP 400, as a server of that era answers a request
+/// outside a session): `initialize` then, on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_legacy_streamable_http_server_connects_in_the_legacy_era() {
+    slow_http_connects("slowhttplegacy", SlowEra::Legacy).await;
+}
+
 /// A server still silent when its connect timeout ends fails then (not
 /// before), with a message saying what happened; its stderr is quoted as
 /// context after it.
