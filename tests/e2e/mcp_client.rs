@@ -385,14 +385,13 @@ async fn server_everything_over_stdio() {
 /// cold cache).
 const SLOW_START_SECS: f64 = 15.0;
 
-/// A slow peer over stdio, connected by a manager with the default connect
-/// timeout (90 s): ready on the first attempt in `era`, its tool callable.
-async fn slow_stdio_connects(name: &str, delay_secs: f64, era: SlowEra) -> Duration {
-    let env = env();
-    let s = stdio_server(name, peers::slow_server_cmd(delay_secs, era, None));
-    assert_eq!(s.timeouts.connect(), Duration::from_secs(90));
-    assert!(Duration::from_secs_f64(SLOW_START_SECS) > skillhost_mcp::LEGACY_PROBE_AFTER);
-    let (m, _) = manager_with(&env, vec![s]).await;
+/// The status and session of `name`, which must be ready on its first
+/// attempt, in `era`.
+fn ready_on_first_attempt(
+    m: &McpManager,
+    name: &str,
+    era: SlowEra,
+) -> (skillhost_mcp::ServerStatus, skillhost_mcp::SessionInfo) {
     let st = m.status(name).unwrap();
     assert_eq!(st.state, ServerState::Ready, "{st:?}");
     assert_eq!(st.restarts, 0, "ready on the first attempt: {st:?}");
@@ -406,6 +405,18 @@ async fn slow_stdio_connects(name: &str, delay_secs: f64, era: SlowEra) -> Durat
         expected,
         "{session:?}"
     );
+    (st, session)
+}
+
+/// A slow peer over stdio, connected by a manager with the default connect
+/// timeout (90 s): ready on the first attempt in `era`, its tool callable.
+async fn slow_stdio_connects(name: &str, delay_secs: f64, era: SlowEra) -> Duration {
+    let env = env();
+    let s = stdio_server(name, peers::slow_server_cmd(delay_secs, era, None));
+    assert_eq!(s.timeouts.connect(), Duration::from_secs(90));
+    assert!(Duration::from_secs_f64(SLOW_START_SECS) > skillhost_mcp::LEGACY_PROBE_AFTER);
+    let (m, _) = manager_with(&env, vec![s]).await;
+    let (st, session) = ready_on_first_attempt(&m, name, era);
     let r = m
         .call(
             &format!("{name}.echo"),
@@ -467,19 +478,7 @@ async fn slow_http_connects(name: &str, era: SlowEra) {
     );
     assert_eq!(s.timeouts.connect(), Duration::from_secs(90));
     let (m, _) = manager_with(&env, vec![s]).await;
-    let st = m.status(name).unwrap();
-    assert_eq!(st.state, ServerState::Ready, "{st:?}");
-    assert_eq!(st.restarts, 0, "ready on the first attempt: {st:?}");
-    let session = st.session.clone().unwrap();
-    let expected = match era {
-        SlowEra::Modern => (Era::Modern, "2026-07-28"),
-        SlowEra::Legacy | SlowEra::LegacySilent => (Era::Legacy, "2025-11-25"),
-    };
-    assert_eq!(
-        (session.era, session.protocol_version.as_str()),
-        expected,
-        "{session:?}"
-    );
+    let (_, session) = ready_on_first_attempt(&m, name, era);
     assert!(
         session.connect_time >= Duration::from_secs_f64(SLOW_START_SECS),
         "{session:?}"

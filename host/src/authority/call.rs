@@ -532,6 +532,10 @@ impl HostInner {
             if let Err(e) = self.ensure_server(server).await {
                 return self.finish(run, Stop::Server(e).into());
             }
+            // Its discovery registered its tools through another
+            // connection: on a shared database the change feed may not
+            // have said so yet, so the registry is read again now.
+            self.changed();
             if let Ok(r) = self.registry() {
                 reg = r;
             }
