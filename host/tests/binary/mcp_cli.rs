@@ -35,6 +35,15 @@ fn json_out(o: &std::process::Output) -> Value {
     serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
 }
 
+/// A data dir under `root` whose MCP configuration is `servers` (the
+/// `mcp_servers.json` a user writes by hand).
+fn data_dir_with_servers(root: &Path, servers: Value) -> PathBuf {
+    let data = root.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("mcp_servers.json"), servers.to_string()).unwrap();
+    data
+}
+
 #[test]
 fn import_test_tools_enable_call() {
     let tmp = tempfile::tempdir().unwrap();
@@ -188,14 +197,14 @@ fn import_test_tools_enable_call() {
 #[test]
 fn timeout_prints_the_contract_object() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let cfg = json!({"servers": [{
-        "name": "py", "transport": "stdio", "command": python(),
-        "args": [py_server(), "--transport", "stdio"],
-        "timeouts": {"read_only_secs": 1}
-    }]});
-    std::fs::write(data.join("mcp_servers.json"), cfg.to_string()).unwrap();
+    let data = data_dir_with_servers(
+        tmp.path(),
+        json!({"servers": [{
+            "name": "py", "transport": "stdio", "command": python(),
+            "args": [py_server(), "--transport", "stdio"],
+            "timeouts": {"read_only_secs": 1}
+        }]}),
+    );
     let o = skillhost(&data, &["call", "py.slow", "--args", r#"{"seconds": 20}"#]);
     assert!(!o.status.success());
     // The contract's object, its fields in the contract's order, once.
@@ -270,13 +279,13 @@ fn malformed_config_and_policy_errors_are_precise() {
 #[test]
 fn sigkill_of_the_host_leaves_no_server_process() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let cfg = json!({"servers": [{
-        "name": "py", "transport": "stdio", "command": python(),
-        "args": [py_server(), "--transport", "stdio"]
-    }]});
-    std::fs::write(data.join("mcp_servers.json"), cfg.to_string()).unwrap();
+    let data = data_dir_with_servers(
+        tmp.path(),
+        json!({"servers": [{
+            "name": "py", "transport": "stdio", "command": python(),
+            "args": [py_server(), "--transport", "stdio"]
+        }]}),
+    );
     let mut host = std::process::Command::new(env!("CARGO_BIN_EXE_skillhost"))
         .args([
             "--data-dir",
@@ -629,14 +638,14 @@ fn slow_rmcp_server_connects_in_the_modern_era() {
             &["grants", "skill", "support", "text-tools", "on"],
         ],
     );
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let cfg = json!({"servers": [{
-        "name": "front", "transport": "stdio", "command": python(),
-        "args": [slow_server(), "--delay", "12", "--exec", env!("CARGO_BIN_EXE_skillhost"),
-                 "--data-dir", front, "serve", "--stdio", "--persona", "support"]
-    }]});
-    std::fs::write(data.join("mcp_servers.json"), cfg.to_string()).unwrap();
+    let data = data_dir_with_servers(
+        tmp.path(),
+        json!({"servers": [{
+            "name": "front", "transport": "stdio", "command": python(),
+            "args": [slow_server(), "--delay", "12", "--exec", env!("CARGO_BIN_EXE_skillhost"),
+                     "--data-dir", front, "serve", "--stdio", "--persona", "support"]
+        }]}),
+    );
     let report = json_out(&skillhost(&data, &["mcp", "test", "front", "--json"]));
     assert_eq!(report["ok"], true, "{report}");
     assert!(
@@ -659,14 +668,14 @@ fn slow_rmcp_server_connects_in_the_modern_era() {
 #[test]
 fn connect_failure_says_what_happened_before_the_stderr() {
     let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let cfg = json!({"servers": [{
-        "name": "mute", "transport": "stdio", "command": python(),
-        "args": [slow_server(), "--delay", "3600"],
-        "timeouts": {"connect_secs": 2}
-    }]});
-    std::fs::write(data.join("mcp_servers.json"), cfg.to_string()).unwrap();
+    let data = data_dir_with_servers(
+        tmp.path(),
+        json!({"servers": [{
+            "name": "mute", "transport": "stdio", "command": python(),
+            "args": [slow_server(), "--delay", "3600"],
+            "timeouts": {"connect_secs": 2}
+        }]}),
+    );
     let t = std::time::Instant::now();
     let o = skillhost(&data, &["mcp", "test", "mute"]);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
