@@ -602,7 +602,7 @@ fn an_operator_approves_in_chromium() {
         let token = c.find(Locator::Css("#token")).await.expect("the token field");
         token.send_keys(&admin).await.expect("type the token");
         c.find(Locator::Css("form.sign-in button")).await.expect("button").click().await.expect("sign in");
-        let empty = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("p.empty")).await;
+        let empty = wait_for(&c, Locator::Css("p.empty"), 10).await;
         if empty.is_err() {
             shot(&c, "failed-sign-in").await;
             panic!(
@@ -627,11 +627,7 @@ fn an_operator_approves_in_chromium() {
         let hostile = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>a";
         let run_id = persona_call(port, &persona_token, json!({"text": hostile, "pattern": "a", "replacement": "#"}));
         let called = Instant::now();
-        let card = c
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .every(Duration::from_millis(20))
-            .for_element(Locator::Id(&run_id))
+        let card = wait_for(&c, Locator::Id(&run_id), 5)
             .await
             .expect("the call shows in the queue without a reload");
         let shown_after = called.elapsed();
@@ -649,11 +645,7 @@ fn an_operator_approves_in_chromium() {
 
         // Approve: the run executes once, its result on its page.
         card.find(Locator::Css("button.approve")).await.expect("approve").click().await.expect("click");
-        let outcome = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Id("outcome"))
-            .await
+        let outcome = wait_for(&c, Locator::Id("outcome"), 20).await
             .expect("the run's page");
         assert_eq!(outcome.text().await.expect("outcome"), "ok");
         let decided = c.find(Locator::Id("decided-by")).await.expect("decider").text().await.expect("text");
@@ -669,10 +661,7 @@ fn an_operator_approves_in_chromium() {
         // Deny with a reason, typed while the queue redraws itself live.
         let second = persona_call(port, &persona_token, json!({"text": "b", "pattern": "b", "replacement": "#"}));
         goto(&c, &format!("{base}/approvals")).await;
-        c.wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Id(&second))
-            .await
+        wait_for(&c, Locator::Id(&second), 5).await
             .expect("the second call waits");
         let why = text_of(&c, &second).await;
         assert!(why.contains("its skill.yaml"), "why it waits names the manifest: {why}");
@@ -681,10 +670,7 @@ fn an_operator_approves_in_chromium() {
         c.execute("document.getElementById(arguments[0]).focus()", vec![json!(reason_box)]).await.expect("focus");
         c.active_element().await.expect("the reason field").send_keys(reason).await.expect("type");
         let third = persona_call(port, &persona_token, json!({"text": "c", "pattern": "c", "replacement": "#"}));
-        c.wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Id(&third))
-            .await
+        wait_for(&c, Locator::Id(&third), 5).await
             .expect("the third call shows live");
         let kept = c
             .execute("return document.getElementById(arguments[0]).value", vec![json!(reason_box)])
@@ -692,11 +678,7 @@ fn an_operator_approves_in_chromium() {
             .expect("read the field");
         assert_eq!(kept, json!(reason), "the live update lost the typed reason");
         click_live(&c, &format!("deny-{second}")).await;
-        let outcome = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Id("outcome"))
-            .await
+        let outcome = wait_for(&c, Locator::Id("outcome"), 20).await
             .expect("the denied run's page");
         assert_eq!(outcome.text().await.expect("outcome"), "denied");
         let error = c.find(Locator::Id("run-error")).await.expect("error").text().await.expect("text");
@@ -710,11 +692,7 @@ fn an_operator_approves_in_chromium() {
         // The third, denied without a reason.
         goto(&c, &format!("{base}/approvals")).await;
         click_live(&c, &format!("deny-{third}")).await;
-        let error = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Id("run-error"))
-            .await
+        let error = wait_for(&c, Locator::Id("run-error"), 20).await
             .expect("the third run's page")
             .text()
             .await
@@ -735,7 +713,7 @@ fn an_operator_approves_in_chromium() {
 
         // The queue empties, live.
         goto(&c, &format!("{base}/approvals")).await;
-        c.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css("p.empty")).await.expect("empty queue");
+        wait_for(&c, Locator::Css("p.empty"), 5).await.expect("empty queue");
         let badge = c.find(Locator::Id("pending-badge")).await.expect("badge");
         assert!(!badge.is_displayed().await.expect("displayed?"), "the badge still shows with nothing waiting");
 
@@ -750,7 +728,7 @@ fn an_operator_approves_in_chromium() {
 
         // Sign out: back to the sign-in, and the pages are closed again.
         c.find(Locator::Css("form.sign-out button")).await.expect("sign out").click().await.expect("click");
-        c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#token")).await.expect("the sign-in page");
+        wait_for(&c, Locator::Css("#token"), 10).await.expect("the sign-in page");
         let kept = c.execute("return localStorage.length", vec![]).await.expect("read the storage");
         assert_eq!(kept, json!(0), "the session's token outlives the sign-out");
         goto(&c, &format!("{base}/approvals")).await;
@@ -875,9 +853,7 @@ pub(crate) async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &
         .click()
         .await
         .expect("click");
-    c.wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#queue"))
+    wait_for(&c, Locator::Css("#queue"), 10)
         .await
         .expect("signed in");
 }
@@ -938,9 +914,7 @@ fn grants_and_tokens_change_from_chromium() {
         // the check below could read the page being left.
         let grant = json_cell.find(Locator::Css("button")).await.expect("grant");
         submit(&c, grant).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("table.grants"))
+        wait_for(&c, Locator::Css("table.grants"), 10)
             .await
             .expect("the matrix again");
         assert!(
@@ -966,9 +940,7 @@ fn grants_and_tokens_change_from_chromium() {
             .await
             .expect("revoke");
         submit(&c, revoke).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("table.grants"))
+        wait_for(&c, Locator::Css("table.grants"), 10)
             .await
             .expect("the matrix again");
         let changed = watcher.next();
@@ -997,10 +969,7 @@ fn grants_and_tokens_change_from_chromium() {
             .click()
             .await
             .expect("click");
-        let row = c
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("persona-ana"))
+        let row = wait_for(&c, Locator::Id("persona-ana"), 10)
             .await
             .expect("the new persona");
         assert!(
@@ -1025,10 +994,7 @@ fn grants_and_tokens_change_from_chromium() {
             .click()
             .await
             .expect("click");
-        let minted = c
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("minted-token"))
+        let minted = wait_for(&c, Locator::Id("minted-token"), 10)
             .await
             .expect("the token");
         let token = minted.text().await.expect("token");
@@ -1062,9 +1028,7 @@ fn grants_and_tokens_change_from_chromium() {
             .await
             .expect("revoke");
         submit(&c, revoke).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("persona-ana"))
+        wait_for(&c, Locator::Id("persona-ana"), 10)
             .await
             .expect("back");
         assert!(
@@ -1090,10 +1054,7 @@ fn grants_and_tokens_change_from_chromium() {
 async fn click_live(c: &fantoccini::Client, id: &str) {
     use fantoccini::error::{CmdError, ErrorStatus};
     for _ in 0..20 {
-        let found = c
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(fantoccini::Locator::Id(id))
+        let found = wait_for(&c, fantoccini::Locator::Id(id), 5)
             .await
             .unwrap_or_else(|e| panic!("no #{id}: {e}"));
         match found.click().await {
@@ -1121,6 +1082,25 @@ async fn text_of(c: &fantoccini::Client, id: &str) -> String {
 
 /// Opens a console page and waits (bounded) until its script has shown
 /// it: a navigation gets the empty shell first.
+/// Waits at most `secs` seconds for an element, asking every 20 ms. A page that is
+/// being navigated away from (a form just submitted, a redirect) answers a find
+/// with an error such as "aborted by navigation" rather than "no such element":
+/// every error counts as "not yet" until the deadline, which returns the last one.
+pub(crate) async fn wait_for(
+    c: &fantoccini::Client,
+    locator: fantoccini::Locator<'_>,
+    secs: u64,
+) -> Result<fantoccini::elements::Element, fantoccini::error::CmdError> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match c.find(locator).await {
+            Ok(found) => return Ok(found),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
 pub(crate) async fn goto(c: &fantoccini::Client, url: &str) {
     c.goto(url)
         .await
