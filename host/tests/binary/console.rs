@@ -618,6 +618,9 @@ fn an_operator_approves_in_chromium() {
             .await
             .expect("read the page");
         assert!(!kept.to_string().contains(&admin), "the token stays in the browser");
+        // Nothing waits: no badge reading 0.
+        let badge = c.find(Locator::Id("pending-badge")).await.expect("badge");
+        assert!(!badge.is_displayed().await.expect("displayed?"), "a badge shows while nothing waits");
 
         // A persona calls a tool that needs confirmation, with arguments
         // that would run script if inserted as HTML.
@@ -733,6 +736,8 @@ fn an_operator_approves_in_chromium() {
         // The queue empties, live.
         goto(&c, &format!("{base}/approvals")).await;
         c.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css("p.empty")).await.expect("empty queue");
+        let badge = c.find(Locator::Id("pending-badge")).await.expect("badge");
+        assert!(!badge.is_displayed().await.expect("displayed?"), "the badge still shows with nothing waiting");
 
         // A narrow window still reads: nothing wider than the viewport.
         c.set_window_size(380, 800).await.expect("resize");
@@ -1578,6 +1583,103 @@ fn the_live_stream_ends_at_sign_out() {
             signed_out.elapsed() < Duration::from_secs(3),
             "the live stream still runs 3 s after its session signed out"
         );
+    }
+    drop(server);
+}
+
+/// A trusted key's name on the Skills page (not only its key id), the
+/// approvals badge hidden while nothing waits, and no run "0 ms".
+#[test]
+fn pages_say_what_an_operator_reads() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    // A skill signed by a key the operator trusts as `alice`.
+    let (secret, public) = skillhost::SecretKey::generate().expect("a key");
+    secret
+        .write_pair(&work.path().join("alice"))
+        .expect("the key files");
+    let bundle = work.path().join("hostile.skill");
+    let dir = work.path().join("hostile");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    {
+        use skillhost_test_plugins as art;
+        std::fs::copy(
+            Path::new(art::HOSTILE_DIR).join("skill.yaml"),
+            dir.join("skill.yaml"),
+        )
+        .expect("manifest");
+        std::fs::copy(art::HOSTILE_WASM_PATH, dir.join("hostile.wasm")).expect("component");
+    }
+    let (bytes, _) = skillhost::pack_dir(&dir, Some(&secret)).expect("pack");
+    std::fs::write(&bundle, bytes).expect("write the bundle");
+    let alice_pub = work.path().join("alice.pub");
+    for args in [
+        &[
+            "trust",
+            "add",
+            alice_pub.to_str().unwrap(),
+            "--name",
+            "alice",
+        ][..],
+        &["install", bundle.to_str().unwrap()],
+        &[
+            "call",
+            "text.word_count",
+            "--persona",
+            "support",
+            "--args",
+            r#"{"text": "quick"}"#,
+        ],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let server = start(&data);
+    let port = server.port;
+    let signed = sign_in(port, &admin_token(&data));
+
+    let skills = page(port, &signed, "/skills");
+    assert_eq!(skills.status, 200, "{}", skills.body);
+    let card = skills
+        .body
+        .split("id=\"skill-hostile\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</li>\n").next())
+        .unwrap_or_else(|| panic!("no hostile card: {}", skills.body));
+    let signer = card
+        .split("<dt>Signer</dt><dd>")
+        .nth(1)
+        .and_then(|s| s.split("</dd>").next())
+        .unwrap_or_else(|| panic!("no signer: {card}"));
+    assert!(
+        signer.starts_with("alice") && signer.contains(&public.key_id()),
+        "the trusted key's name, then its id: {signer}"
+    );
+
+    // Nothing waits: the badge is there for the live updates, hidden.
+    let badge = skills
+        .body
+        .split("id=\"pending-badge\"")
+        .next()
+        .and_then(|before| before.rsplit('<').next())
+        .unwrap_or_default();
+    let tag = skills
+        .body
+        .split("id=\"pending-badge\"")
+        .nth(1)
+        .and_then(|after| after.split('>').next())
+        .unwrap_or_default();
+    assert!(
+        badge.starts_with("span") && tag.contains(" hidden"),
+        "a badge reading 0 shows: <{badge}id=\"pending-badge\"{tag}>"
+    );
+
+    // A call that took less than a millisecond does not read "0 ms".
+    let runs = page(port, &signed, "/runs");
+    assert_eq!(runs.status, 200, "{}", runs.body);
+    assert!(runs.body.contains("text.word_count"), "{}", runs.body);
+    for zero in [">0 ms<", "<td>0</td>"] {
+        assert!(!runs.body.contains(zero), "{zero} in {}", runs.body);
     }
     drop(server);
 }
