@@ -1587,6 +1587,58 @@ fn the_live_stream_ends_at_sign_out() {
     drop(server);
 }
 
+/// `serve --http` says where the console is, and that address opens it.
+#[test]
+fn serve_http_names_the_console() {
+    use std::io::BufRead as _;
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    let mut child = common::command(
+        &data,
+        &["serve", "--http", "127.0.0.1:0", "--grace-secs", "1"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start serve --http");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut printed = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        let last = line.starts_with("client configuration");
+        printed.push(line);
+        if last {
+            break;
+        }
+    }
+    let port = printed
+        .iter()
+        .find_map(|l| l.strip_prefix("listening on http://127.0.0.1:"))
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("no address in {printed:#?}"));
+    let server = HttpServer { child, port };
+    let console = printed
+        .iter()
+        .find(|l| l.starts_with("console: "))
+        .unwrap_or_else(|| panic!("serve --http does not mention the console: {printed:#?}"));
+    let url = format!("http://127.0.0.1:{port}/");
+    assert!(
+        console.contains(&url) && console.contains("admin token"),
+        "{console}"
+    );
+    // The address it names is the console's: unsigned, it leads to the
+    // sign-in.
+    let r = request(port, "GET", "/", &[], None);
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/sign-in"));
+    drop(server);
+}
+
 /// A trusted key's name on the Skills page (not only its key id), the
 /// approvals badge hidden while nothing waits, and no run "0 ms".
 #[test]
