@@ -50,6 +50,17 @@ pub enum BuildError {
     /// The manifest is malformed or invalid.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// A toolchain the guest's language needs is not installed here (or
+    /// not where it was named).
+    #[error("build of {dir}: {toolchain} is not installed: {install}")]
+    MissingToolchain {
+        /// The skill folder.
+        dir: PathBuf,
+        /// What is missing (`componentize-py`, `cargo`, …).
+        toolchain: &'static str,
+        /// What installs it, as a sentence naming the command.
+        install: String,
+    },
     /// Something about the folder or the build is wrong; the message says what.
     #[error("build of {dir}: {message}")]
     Failed {
@@ -118,6 +129,9 @@ pub struct Toolchains {
     pub componentize_py: Option<PathBuf>,
     /// componentize-js, for JavaScript skills.
     pub componentize_js: Option<PathBuf>,
+    /// The Node.js that runs componentize-js (a Node.js script), when
+    /// `node` on `PATH` should not.
+    pub node: Option<PathBuf>,
 }
 
 /// [`build_skill`] with toolchains named explicitly (each taking
@@ -236,8 +250,8 @@ fn build_with_toolchain(
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<Built, BuildError> {
     let (tool, name) = match language {
-        GuestLanguage::Python => (python_tool(dir, tools, fail)?, "componentize-py"),
-        _ => (js_tool(dir, tools, fail)?, "componentize-js"),
+        GuestLanguage::Python => (python_tool(dir, tools)?, "componentize-py"),
+        _ => (js_tool(dir, tools)?, "componentize-js"),
     };
     let toolchain = tool_version(&tool, name);
     let cache = sources.and_then(|s| {
@@ -270,10 +284,32 @@ fn build_with_toolchain(
     })
 }
 
+/// A toolchain program, and the Node.js that runs it when it is a Node.js
+/// script run by a `node` not on `PATH`.
+struct Tool {
+    program: PathBuf,
+    node: Option<PathBuf>,
+}
+
+impl Tool {
+    /// The command that runs the program.
+    fn command(&self) -> Command {
+        match &self.node {
+            Some(node) => {
+                let mut cmd = Command::new(node);
+                cmd.arg(&self.program);
+                cmd
+            }
+            None => Command::new(&self.program),
+        }
+    }
+}
+
 /// `NAME VERSION` of a toolchain program, from its `--version` (just the
 /// name when it does not say).
-fn tool_version(tool: &Path, name: &str) -> String {
-    let version = Command::new(tool)
+fn tool_version(tool: &Tool, name: &str) -> String {
+    let version = tool
+        .command()
         .arg("--version")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -328,11 +364,13 @@ fn wasip2_installed(dir: &Path) -> Option<bool> {
 
 fn build_rust(dir: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<PathBuf, BuildError> {
     if wasip2_installed(dir) == Some(false) {
-        return Err(fail(
-            "the Rust target `wasm32-wasip2` is not installed for this toolchain: run \
-             `rustup target add wasm32-wasip2` (in the skill folder, so its toolchain gets it)"
+        return Err(BuildError::MissingToolchain {
+            dir: dir.to_path_buf(),
+            toolchain: "the Rust target `wasm32-wasip2`",
+            install: "run `rustup target add wasm32-wasip2` (in the skill folder, so its \
+                      toolchain gets it)"
                 .into(),
-        ));
+        });
     }
     let cargo_toml = dir.join("Cargo.toml");
     let cargo_toml = cargo_toml
@@ -353,7 +391,15 @@ fn build_rust(dir: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<PathBuf
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| fail(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => BuildError::MissingToolchain {
+                dir: dir.to_path_buf(),
+                toolchain: "cargo",
+                install: "install Rust with rustup, then run `rustup target add wasm32-wasip2`"
+                    .into(),
+            },
+            _ => fail(format!("cannot run cargo: {e}")),
+        })?;
     let mut artifact: Option<PathBuf> = None;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -407,6 +453,11 @@ fn find_tool(explicit: Option<&PathBuf>, env: &str, local: &Path, name: &str) ->
     if local.is_file() {
         return Some(local.to_path_buf());
     }
+    on_path(name)
+}
+
+/// The program `name` in a folder of `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))
@@ -446,36 +497,37 @@ fn scratch(sdk_name: &str, sdk: &str) -> std::io::Result<tempfile::TempDir> {
 }
 
 /// componentize-py, where [`build_skill_with`] looks for it.
-fn python_tool(
-    dir: &Path,
-    tools: &Toolchains,
-    fail: &dyn Fn(String) -> BuildError,
-) -> Result<PathBuf, BuildError> {
-    find_tool(
+fn python_tool(dir: &Path, tools: &Toolchains) -> Result<Tool, BuildError> {
+    let program = find_tool(
         tools.componentize_py.as_ref(),
         "SKILLHOST_COMPONENTIZE_PY",
         &dir.join(".venv/bin/componentize-py"),
         "componentize-py",
     )
-    .ok_or_else(|| {
-        fail(format!(
-            "componentize-py is not installed: run `python3 -m pip install \
-             componentize-py=={COMPONENTIZE_PY_VERSION}` (in a venv: `python3 -m venv .venv` in \
-             the skill folder, then `.venv/bin/pip install componentize-py=={COMPONENTIZE_PY_VERSION}`), \
-             or point SKILLHOST_COMPONENTIZE_PY at it"
-        ))
+    .ok_or_else(|| BuildError::MissingToolchain {
+        dir: dir.to_path_buf(),
+        toolchain: "componentize-py",
+        install: format!(
+            "run `python3 -m pip install componentize-py=={COMPONENTIZE_PY_VERSION}` (in a \
+             venv: `python3 -m venv .venv` in the skill folder, then `.venv/bin/pip install \
+             componentize-py=={COMPONENTIZE_PY_VERSION}`), or point SKILLHOST_COMPONENTIZE_PY at it"
+        ),
+    })?;
+    Ok(Tool {
+        program,
+        node: None,
     })
 }
 
 fn build_python(
     dir: &Path,
     out: &Path,
-    tool: &Path,
+    tool: &Tool,
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.py", PYTHON_SDK)
         .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
-    let mut cmd = Command::new(tool);
+    let mut cmd = tool.command();
     cmd.current_dir(dir)
         .arg("-d")
         .arg(scratch.path().join("wit"))
@@ -485,34 +537,67 @@ fn build_python(
         .arg(scratch.path().join("sdk"))
         .arg("-o")
         .arg(out);
-    run(cmd, &format!("componentize-py ({})", tool.display()), fail)
+    run(
+        cmd,
+        &format!("componentize-py ({})", tool.program.display()),
+        fail,
+    )
 }
 
-/// componentize-js, where [`build_skill_with`] looks for it.
-fn js_tool(
-    dir: &Path,
-    tools: &Toolchains,
-    fail: &dyn Fn(String) -> BuildError,
-) -> Result<PathBuf, BuildError> {
-    find_tool(
+/// componentize-js, where [`build_skill_with`] looks for it, and the
+/// Node.js that runs it.
+fn js_tool(dir: &Path, tools: &Toolchains) -> Result<Tool, BuildError> {
+    let missing = |toolchain, install: String| BuildError::MissingToolchain {
+        dir: dir.to_path_buf(),
+        toolchain,
+        install,
+    };
+    let program = find_tool(
         tools.componentize_js.as_ref(),
         "SKILLHOST_COMPONENTIZE_JS",
         &dir.join("node_modules/.bin/componentize-js"),
         "componentize-js",
     )
     .ok_or_else(|| {
-        fail(format!(
-            "componentize-js is not installed: run `npm install --save-dev \
-             @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}` in the skill folder \
-             (Node.js 20 or later), or point SKILLHOST_COMPONENTIZE_JS at it"
-        ))
-    })
+        missing(
+            "componentize-js",
+            format!(
+                "run `npm install --save-dev \
+                 @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}` in the skill folder \
+                 (Node.js 20 or later), or point SKILLHOST_COMPONENTIZE_JS at it"
+            ),
+        )
+    })?;
+    // componentize-js is a Node.js script (`#!/usr/bin/env node`): without
+    // a `node` to run it, say so rather than let the shell's words stand.
+    let node = match &tools.node {
+        Some(node) => Some(node.clone()),
+        None if runs_on_node(&program) && on_path("node").is_none() => {
+            return Err(missing(
+                "Node.js (`node`, which runs componentize-js)",
+                "install Node.js 20 or later, so that `node` is on PATH".into(),
+            ));
+        }
+        None => None,
+    };
+    Ok(Tool { program, node })
+}
+
+/// Whether `program` is a script whose first line asks for `node`.
+fn runs_on_node(program: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 128];
+    let n = std::fs::File::open(program)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let first = head[..n].split(|b| *b == b'\n').next().unwrap_or_default();
+    first.starts_with(b"#!") && String::from_utf8_lossy(first).contains("node")
 }
 
 fn build_js(
     dir: &Path,
     out: &Path,
-    tool: &Path,
+    tool: &Tool,
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.js", JS_SDK)
@@ -521,14 +606,18 @@ fn build_js(
     // whether or not the folder has its own copy (its own wins).
     let stage = scratch.path().join("sdk");
     copy_sources(dir, &stage, 0).map_err(|e| fail(format!("cannot stage the sources: {e}")))?;
-    let mut cmd = Command::new(tool);
+    let mut cmd = tool.command();
     cmd.current_dir(dir)
         .arg(stage.join("app.js"))
         .arg("--wit")
         .arg(scratch.path().join("wit"))
         .args(["-n", "skill", "-o"])
         .arg(out);
-    run(cmd, &format!("componentize-js ({})", tool.display()), fail)
+    run(
+        cmd,
+        &format!("componentize-js ({})", tool.program.display()),
+        fail,
+    )
 }
 
 /// Copies the `.js`/`.mjs`/`.json` files of `from` (and its folders, but
