@@ -471,3 +471,118 @@ fn sources_add_list_remove_without_editing_settings() {
     // The folder itself is untouched.
     assert!(dir.join("skill.yaml").is_file());
 }
+
+/// A new skill of `lang` named `name` in `work`, and its folder.
+fn new_skill(work: &Path, data: &Path, name: &str, lang: &str) -> PathBuf {
+    let o = run_with_toolchains(
+        data,
+        &["new", name, "--lang", lang, "--dir", work.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    work.join(name)
+}
+
+/// `skillhost build DIR` that fails: its one line on stderr, which names
+/// none of the toolchain's insides (a Node.js or Rust stack, the build's
+/// scratch folder).
+fn failed_build(data: &Path, dir: &Path) -> String {
+    let o = run_with_toolchains(data, &["build", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "more than one line: {err}"
+    );
+    for inside in [
+        "    at ",
+        "Stack backtrace",
+        "skillhost-build-",
+        "componentize.js",
+        "site-packages",
+    ] {
+        assert!(!err.contains(inside), "{inside:?} in {err}");
+    }
+    err
+}
+
+/// A syntax error in app.js, and one in a module it imports, name the file,
+/// the line and column and what is wrong.
+#[test]
+fn a_javascript_build_error_names_file_line_and_message() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = new_skill(work.path(), &data, "broken-js", "js");
+    let app = std::fs::read_to_string(dir.join("app.js")).unwrap();
+    let (line, _) = app
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("function") || l.contains("=>"))
+        .expect("a function in the template");
+    let mut broken: Vec<String> = app.lines().map(str::to_string).collect();
+    broken.insert(line, "const oops = (1 + ;".into());
+    std::fs::write(dir.join("app.js"), broken.join("\n")).unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains(&format!("app.js:{}:", line + 1)) && err.contains("Unexpected token"),
+        "{err}"
+    );
+
+    // Fixed, but a module it imports is broken.
+    std::fs::write(
+        dir.join("app.js"),
+        format!("import {{ shout }} from \"./helper.js\";\n{app}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("helper.js"),
+        "export function shout(s) {\n  return { text: s.toUpperCase() ;\n}\n",
+    )
+    .unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains("helper.js:2:") && err.contains("SyntaxError"),
+        "{err}"
+    );
+    assert!(!dir.join("broken_js.wasm").exists());
+}
+
+/// A syntax error in a module app.py imports, and an import of a package
+/// the skill does not have, name the file, the line and what is wrong, in
+/// one line (not the toolchain's Rust backtrace).
+#[test]
+fn a_python_build_error_names_file_line_and_message() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = new_skill(work.path(), &data, "broken-py", "python");
+    let app = std::fs::read_to_string(dir.join("app.py")).unwrap();
+    let at = app
+        .find("import skillhost\n")
+        .expect("the template imports the SDK");
+    let lines_before = app[..at].lines().count();
+    std::fs::write(
+        dir.join("app.py"),
+        format!("{}import helper\n{}", &app[..at], &app[at..]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("helper.py"), "def shout(s:\n    return s\n").unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains("helper.py:1:") && err.contains("SyntaxError"),
+        "{err}"
+    );
+
+    std::fs::remove_file(dir.join("helper.py")).unwrap();
+    std::fs::write(
+        dir.join("app.py"),
+        format!("{}import tabulate\n{}", &app[..at], &app[at..]),
+    )
+    .unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains(&format!("app.py:{}:", lines_before + 1))
+            && err.contains("ModuleNotFoundError: No module named 'tabulate'"),
+        "{err}"
+    );
+    assert!(!dir.join("broken_py.wasm").exists());
+}

@@ -26,10 +26,12 @@ use std::process::{Command, Stdio};
 use crate::skill::manifest::{ManifestError, SkillManifest};
 
 mod cache;
+mod diagnose;
 mod record;
 
 pub use cache::BUILD_CACHE_ENV;
 use cache::BuildCache;
+pub use diagnose::SourceProblem;
 pub use record::{BUILD_RECORD_SECTION, BuildRecord, Freshness, SourceDigest, freshness};
 
 /// The componentize-py version skills are built and tested with.
@@ -60,6 +62,16 @@ pub enum BuildError {
         toolchain: &'static str,
         /// What installs it, as a sentence naming the command.
         install: String,
+    },
+    /// The toolchain found something wrong in the skill's sources (a
+    /// syntax error, a failed import, an exception while the component
+    /// was made): where, and what.
+    #[error("build of {dir}: {problem}")]
+    InSource {
+        /// The skill folder.
+        dir: PathBuf,
+        /// The place in its sources, and what is wrong there.
+        problem: SourceProblem,
     },
     /// Something about the folder or the build is wrong; the message says what.
     #[error("build of {dir}: {message}")]
@@ -142,6 +154,31 @@ pub struct Toolchains {
 /// skillhost::build_skill_with(std::path::Path::new("plugins/py-stats"), &tools).unwrap();
 /// ```
 pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
+    // Errors name the folder as the caller named it, not the absolute path
+    // the toolchains are handed.
+    build_in(dir, tools).map_err(|e| e.of(dir))
+}
+
+impl BuildError {
+    /// This error, naming `dir` as the skill folder.
+    fn of(self, dir: &Path) -> BuildError {
+        let dir = dir.to_path_buf();
+        match self {
+            BuildError::Manifest(e) => BuildError::Manifest(e),
+            BuildError::MissingToolchain {
+                toolchain, install, ..
+            } => BuildError::MissingToolchain {
+                dir,
+                toolchain,
+                install,
+            },
+            BuildError::InSource { problem, .. } => BuildError::InSource { dir, problem },
+            BuildError::Failed { message, .. } => BuildError::Failed { dir, message },
+        }
+    }
+}
+
+fn build_in(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
     let fail = |message: String| BuildError::Failed {
         dir: dir.to_path_buf(),
         message,
@@ -464,24 +501,27 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs a toolchain command, its output to stderr.
-fn run(
+/// Runs a toolchain command to its end, its output kept (and logged at
+/// debug level) rather than shown: a failure is said in one line, by
+/// `diagnose` (the toolchain's output and exit status go to it).
+fn run_toolchain(
     mut cmd: Command,
     what: &str,
     fail: &dyn Fn(String) -> BuildError,
+    diagnose: impl FnOnce(&str) -> Option<BuildError>,
 ) -> Result<(), BuildError> {
-    let status = cmd
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .status()
-        .map_err(|e| fail(format!("cannot run {what}: {e}")))?;
+    let (status, output) =
+        diagnose::run_captured(&mut cmd).map_err(|e| fail(format!("cannot run {what}: {e}")))?;
+    tracing::debug!("{what}: {}", output.trim_end());
     if status.success() {
-        Ok(())
-    } else {
-        Err(fail(format!(
-            "{what} failed ({status}); see its output above"
-        )))
+        return Ok(());
     }
+    Err(diagnose(&output).unwrap_or_else(|| {
+        fail(format!(
+            "{what} failed ({status}): {}",
+            diagnose::last_words(&output, 6)
+        ))
+    }))
 }
 
 /// A scratch folder holding the WIT package (in `wit/`) and the SDK.
@@ -528,7 +568,11 @@ fn build_python(
     let scratch = scratch("skillhost.py", PYTHON_SDK)
         .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
     let mut cmd = tool.command();
+    // The skill folder is the guest's `/0`, the SDK's `/1`: the paths of a
+    // traceback at build time (see `diagnose`).
     cmd.current_dir(dir)
+        .env("RUST_BACKTRACE", "0")
+        .env("RUST_LIB_BACKTRACE", "0")
         .arg("-d")
         .arg(scratch.path().join("wit"))
         .args(["-w", "skill", "componentize", "app", "-p"])
@@ -537,10 +581,17 @@ fn build_python(
         .arg(scratch.path().join("sdk"))
         .arg("-o")
         .arg(out);
-    run(
+    run_toolchain(
         cmd,
         &format!("componentize-py ({})", tool.program.display()),
         fail,
+        |output| {
+            let problem = diagnose::python(output, dir)?;
+            Some(BuildError::InSource {
+                dir: dir.to_path_buf(),
+                problem,
+            })
+        },
     )
 }
 
@@ -613,11 +664,43 @@ fn build_js(
         .arg(scratch.path().join("wit"))
         .args(["-n", "skill", "-o"])
         .arg(out);
-    run(
+    let in_source = |problem| BuildError::InSource {
+        dir: dir.to_path_buf(),
+        problem,
+    };
+    run_toolchain(
         cmd,
         &format!("componentize-js ({})", tool.program.display()),
         fail,
+        |output| {
+            if let Some(problem) = diagnose::javascript(output, &stage) {
+                return Some(in_source(problem));
+            }
+            if let Some(words) = diagnose::javascript_words(output, &stage) {
+                return Some(fail(words));
+            }
+            // componentize-js's parse of app.js says only how many errors
+            // it found: ask its parser where.
+            if output.contains("failed to parse JS source") {
+                return js_syntax_errors(tool, scratch.path(), &stage.join("app.js"))
+                    .map(in_source);
+            }
+            None
+        },
     )
+}
+
+/// The first syntax error componentize-js's own parser finds in `file`,
+/// asked through the Node.js that runs componentize-js; `None` when it
+/// cannot be asked.
+fn js_syntax_errors(tool: &Tool, scratch: &Path, file: &Path) -> Option<SourceProblem> {
+    let check = scratch.join("js_syntax.cjs");
+    std::fs::write(&check, diagnose::JS_SYNTAX_CHECK).ok()?;
+    let node = tool.node.clone().unwrap_or_else(|| "node".into());
+    let mut cmd = Command::new(node);
+    cmd.arg(&check).arg(&tool.program).arg(file);
+    let (_, output) = diagnose::run_captured(&mut cmd).ok()?;
+    diagnose::js_syntax(&output, file.parent()?)
 }
 
 /// Copies the `.js`/`.mjs`/`.json` files of `from` (and its folders, but
