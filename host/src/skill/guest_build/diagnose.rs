@@ -85,10 +85,23 @@ pub(super) fn run_captured(cmd: &mut Command) -> std::io::Result<(ExitStatus, St
     Ok((status, text))
 }
 
+/// A folder on a Python guest's module path: `/N/…` in a traceback, N its
+/// place in the list the build hands componentize-py.
+pub(super) struct PythonRoot<'a> {
+    /// The folder.
+    pub dir: &'a Path,
+    /// How its files are named to the author: the prefix of their path in
+    /// the skill folder (`""`, `"vendor/"`), or `None` for the SDK the
+    /// build supplies.
+    pub shown: Option<&'a str>,
+}
+
 /// The place a failed componentize-py run names in the skill's sources:
-/// the innermost frame of the traceback in the skill folder (`/0/…`), else
-/// the innermost, with the exception the traceback ends with.
-pub(super) fn python(output: &str, dir: &Path) -> Option<SourceProblem> {
+/// the innermost frame of the traceback in the author's files (the skill
+/// folder, its `vendor/`), else the innermost, with the exception the
+/// traceback ends with.
+pub(super) fn python(output: &str, roots: &[PythonRoot<'_>]) -> Option<SourceProblem> {
+    let authors = |root: u32| roots.get(root as usize).is_some_and(|r| r.shown.is_some());
     let start = output
         .find("AssertionError: ")
         .map(|at| at + "AssertionError: ".len())
@@ -113,8 +126,9 @@ pub(super) fn python(output: &str, dir: &Path) -> Option<SourceProblem> {
     let &(at, root, path, line) = frames
         .iter()
         .rev()
-        .find(|f| f.1 == 0)
+        .find(|f| authors(f.1))
         .or_else(|| frames.last())?;
+    let root = roots.get(root as usize);
     let message = lines
         .iter()
         .rev()
@@ -128,7 +142,7 @@ pub(super) fn python(output: &str, dir: &Path) -> Option<SourceProblem> {
         caret.find('^').and_then(|c| {
             let indent = shown.len() - shown.trim_start().len();
             let in_shown = c.checked_sub(indent)?;
-            let source = std::fs::read_to_string(dir.join(path)).ok()?;
+            let source = std::fs::read_to_string(root?.dir.join(path)).ok()?;
             let text = source.lines().nth(line.checked_sub(1)? as usize)?;
             let stripped = text.len() - text.trim_start().len();
             u32::try_from(stripped + in_shown + 1).ok()
@@ -136,9 +150,9 @@ pub(super) fn python(output: &str, dir: &Path) -> Option<SourceProblem> {
     } else {
         None
     };
-    let file = match root {
-        0 => path.to_string(),
-        _ => format!("{path} (the SDK the build supplies)"),
+    let file = match root.and_then(|r| r.shown) {
+        Some(prefix) => format!("{prefix}{path}"),
+        None => format!("{path} (the SDK the build supplies)"),
     };
     Some(SourceProblem {
         file,
@@ -235,15 +249,31 @@ mod tests {
         let out = "Traceback (most recent call last):\n  File \"/venv/bin/componentize-py\", line 8, in <module>\n\
                    AssertionError: Traceback (most recent call last):\n  File \"/0/app.py\", line 38, in <module>\n    import helper\n\
                    \x20 File \"/0/helper.py\", line 2\n    x = (1 +\n          ^\nSyntaxError: invalid syntax\n\n\nCaused by:\n    SyntaxError: invalid syntax (helper.py, line 2)\n\nStack backtrace:\n   0: x\n";
-        let p = python(out, dir.path()).unwrap();
+        let sdk = tempfile::tempdir().unwrap();
+        let roots = [
+            PythonRoot {
+                dir: dir.path(),
+                shown: Some(""),
+            },
+            PythonRoot {
+                dir: sdk.path(),
+                shown: None,
+            },
+        ];
+        let p = python(out, &roots).unwrap();
         assert_eq!(p.to_string(), "helper.py:2:11: SyntaxError: invalid syntax");
         let out = "AssertionError: Traceback (most recent call last):\n  File \"/0/app.py\", line 12, in <module>\n    skill.tool(\"a.b\", warm_up=[1])\n  File \"/1/skillhost.py\", line 410, in tool\n    raise RuntimeError(\nRuntimeError: warm-up of `a.b` failed: no\n\nCaused by:\n";
-        let p = python(out, dir.path()).unwrap();
+        let p = python(out, &roots).unwrap();
         assert_eq!(
             p.to_string(),
             "app.py:12: RuntimeError: warm-up of `a.b` failed: no"
         );
-        assert_eq!(python("cannot find the WIT world", dir.path()), None);
+        let out = "AssertionError: Traceback (most recent call last):\n  File \"/1/skillhost.py\", line 3, in <module>\nImportError: x\n";
+        assert_eq!(
+            python(out, &roots).unwrap().to_string(),
+            "skillhost.py (the SDK the build supplies):3: ImportError: x"
+        );
+        assert_eq!(python("cannot find the WIT world", &roots), None);
     }
 
     #[test]

@@ -28,11 +28,13 @@ use crate::skill::manifest::{ManifestError, SkillManifest};
 mod cache;
 mod diagnose;
 mod record;
+mod vendor;
 
 pub use cache::BUILD_CACHE_ENV;
 use cache::BuildCache;
 pub use diagnose::SourceProblem;
 pub use record::{BUILD_RECORD_SECTION, BuildRecord, Freshness, SourceDigest, freshness};
+pub use vendor::PYTHON_VENDOR_DIR;
 
 /// The componentize-py version skills are built and tested with.
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
@@ -156,7 +158,28 @@ pub struct Toolchains {
 pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
     // Errors name the folder as the caller named it, not the absolute path
     // the toolchains are handed.
-    build_in(dir, tools).map_err(|e| e.of(dir))
+    build_in(dir, tools, Rebuild::WhenChanged).map_err(|e| e.of(dir))
+}
+
+/// [`build_skill_with`] that runs the toolchain even when the component in
+/// place was built from the same sources (`skillhost build --force`; a
+/// build cache, when one is set, still answers).
+///
+/// ```no_run
+/// skillhost::rebuild_skill(std::path::Path::new("plugins/py-stats"), &Default::default()).unwrap();
+/// ```
+pub fn rebuild_skill(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
+    build_in(dir, tools, Rebuild::Always).map_err(|e| e.of(dir))
+}
+
+/// Whether a build runs when the component in place is the build of the
+/// same sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rebuild {
+    /// Only when something it reads changed.
+    WhenChanged,
+    /// Whatever is in place.
+    Always,
 }
 
 impl BuildError {
@@ -178,7 +201,7 @@ impl BuildError {
     }
 }
 
-fn build_in(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
+fn build_in(dir: &Path, tools: &Toolchains, rebuild: Rebuild) -> Result<PathBuf, BuildError> {
     let fail = |message: String| BuildError::Failed {
         dir: dir.to_path_buf(),
         message,
@@ -215,6 +238,16 @@ fn build_in(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
             None
         }
     };
+    // What no build of this folder can take, whatever is in place.
+    if language == GuestLanguage::Python
+        && let Some(native) = vendor::native_extension(dir)
+    {
+        return Err(fail(format!(
+            "{native} is a native extension module, built for a machine: the skill's CPython \
+             runs in WebAssembly and cannot load it; use a pure-Python package instead (a \
+             `py3-none-any` wheel), or remove the file"
+        )));
+    }
     let mut sources = None;
     if language != GuestLanguage::Rust {
         sources = read_sources();
@@ -228,22 +261,39 @@ fn build_in(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
             Ok(Built {
                 bytes,
                 toolchain: rustc_version(dir),
-                cached: false,
+                from: BuiltFrom::Toolchain,
             })
         }),
-        GuestLanguage::Python | GuestLanguage::JavaScript => {
-            build_with_toolchain(dir, language, &tmp, tools, sources.as_ref(), &fail)
-        }
+        GuestLanguage::Python | GuestLanguage::JavaScript => build_with_toolchain(
+            dir,
+            language,
+            (rebuild == Rebuild::WhenChanged).then_some(dest.as_path()),
+            &tmp,
+            tools,
+            sources.as_ref(),
+            &fail,
+        ),
     };
+    if let Ok(Built {
+        from: BuiltFrom::InPlace,
+        ..
+    }) = built
+    {
+        return Ok(dest);
+    }
     let placed = built.and_then(|built| {
         let bytes = match &sources {
-            // A cached component carries its record already.
-            Some(s) if !built.cached => {
-                let bytes = BuildRecord::new(s, &built.toolchain).append_to(built.bytes);
-                if language != GuestLanguage::Rust
+            // A component from the cache carries its record already.
+            Some(s) if built.from == BuiltFrom::Toolchain => {
+                let mut record = BuildRecord::new(s, &built.toolchain);
+                if language != GuestLanguage::Rust {
+                    record.key = Some(BuildCache::key(language, &built.toolchain, s));
+                }
+                let bytes = record.append_to(built.bytes);
+                if let Some(key) = &record.key
                     && let Some(cache) = BuildCache::from_env()
                 {
-                    cache.put(&BuildCache::key(language, &built.toolchain, s), &bytes);
+                    cache.put(key, &bytes);
                 }
                 bytes
             }
@@ -272,15 +322,32 @@ struct Built {
     bytes: Vec<u8>,
     /// The toolchain's name and version.
     toolchain: String,
-    /// Taken from the build cache (with its record).
-    cached: bool,
+    /// Where it came from.
+    from: BuiltFrom,
 }
 
-/// Builds a Python or JavaScript guest into `tmp` with its toolchain, or
-/// takes the component of the same sources from the build cache.
+/// Where a build's component came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BuiltFrom {
+    /// The toolchain ran (the record is to be added).
+    Toolchain,
+    /// The build cache had it, with its record.
+    Cache,
+    /// The component in place is the build of these sources: nothing to do.
+    InPlace,
+}
+
+/// Builds a Python or JavaScript guest into `tmp` with its toolchain,
+/// unless the component at `dest` (when given) was built from these same sources by
+/// the same toolchain, SDK and WIT (its record's key says so), or the
+/// build cache has it. A toolchain's build of the same sources differs
+/// from the last (componentize-js's snapshot of the JS engine does, by a
+/// few bytes), so building again only when something changed is what
+/// keeps a component, and the compiled code cached for it, as they are.
 fn build_with_toolchain(
     dir: &Path,
     language: GuestLanguage,
+    dest: Option<&Path>,
     tmp: &Path,
     tools: &Toolchains,
     sources: Option<&SourceDigest>,
@@ -291,6 +358,25 @@ fn build_with_toolchain(
         _ => (js_tool(dir, tools)?, "componentize-js"),
     };
     let toolchain = tool_version(&tool, name);
+    if let (Some(s), Some(dest)) = (sources, dest) {
+        let key = BuildCache::key(language, &toolchain, s);
+        if let Ok(bytes) = std::fs::read(dest)
+            && BuildRecord::read(&bytes)
+                .is_some_and(|r| r.sources == s.all && r.key.as_deref() == Some(key.as_str()))
+        {
+            tracing::info!(
+                "{}: {} is up to date with its sources ({toolchain}); not built again \
+                 (`skillhost build --force` builds it again)",
+                dir.display(),
+                dest.display()
+            );
+            return Ok(Built {
+                bytes,
+                toolchain,
+                from: BuiltFrom::InPlace,
+            });
+        }
+    }
     let cache = sources.and_then(|s| {
         let cache = BuildCache::from_env()?;
         Some((BuildCache::key(language, &toolchain, s), cache, s))
@@ -305,7 +391,7 @@ fn build_with_toolchain(
         return Ok(Built {
             bytes,
             toolchain,
-            cached: true,
+            from: BuiltFrom::Cache,
         });
     }
     match language {
@@ -317,7 +403,7 @@ fn build_with_toolchain(
     Ok(Built {
         bytes,
         toolchain,
-        cached: false,
+        from: BuiltFrom::Toolchain,
     })
 }
 
@@ -567,26 +653,41 @@ fn build_python(
 ) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.py", PYTHON_SDK)
         .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
+    let sdk = scratch.path().join("sdk");
+    let vendored = vendor::python_vendor(dir);
+    // The module path, in order: the skill folder, its vendor/, the SDK.
+    // Each is the guest's `/N` in a traceback at build time (`diagnose`).
+    let mut roots = vec![diagnose::PythonRoot {
+        dir,
+        shown: Some(""),
+    }];
+    if let Some(v) = &vendored {
+        roots.push(diagnose::PythonRoot {
+            dir: v,
+            shown: Some(vendor::VENDOR_SHOWN),
+        });
+    }
+    roots.push(diagnose::PythonRoot {
+        dir: &sdk,
+        shown: None,
+    });
     let mut cmd = tool.command();
-    // The skill folder is the guest's `/0`, the SDK's `/1`: the paths of a
-    // traceback at build time (see `diagnose`).
     cmd.current_dir(dir)
         .env("RUST_BACKTRACE", "0")
         .env("RUST_LIB_BACKTRACE", "0")
         .arg("-d")
         .arg(scratch.path().join("wit"))
-        .args(["-w", "skill", "componentize", "app", "-p"])
-        .arg(dir)
-        .arg("-p")
-        .arg(scratch.path().join("sdk"))
-        .arg("-o")
-        .arg(out);
+        .args(["-w", "skill", "componentize", "app"]);
+    for root in &roots {
+        cmd.arg("-p").arg(root.dir);
+    }
+    cmd.arg("-o").arg(out);
     run_toolchain(
         cmd,
         &format!("componentize-py ({})", tool.program.display()),
         fail,
         |output| {
-            let problem = diagnose::python(output, dir)?;
+            let problem = diagnose::python(output, &roots)?;
             Some(BuildError::InSource {
                 dir: dir.to_path_buf(),
                 problem,
