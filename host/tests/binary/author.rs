@@ -313,6 +313,23 @@ fn build_names_the_missing_toolchain_and_how_to_install_it() {
             .collect();
         assert!(left.is_empty(), "{left:?}");
     }
+    // componentize-js found, but no Node.js to run it: said as such, not
+    // as the shell's "env: node: No such file or directory".
+    let o = common::command(
+        &data,
+        &["build", work.path().join("missing-js").to_str().unwrap()],
+    )
+    .env("SKILLHOST_COMPONENTIZE_JS", componentize_js())
+    .env("PATH", &empty_path)
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Node.js (`node`, which runs componentize-js) is not installed")
+            && stderr(&o).contains("Node.js 20 or later"),
+        "{}",
+        stderr(&o)
+    );
     // A Rust toolchain without the wasm32-wasip2 target: said before cargo
     // runs, with the command that adds it.
     let o = skillhost(
