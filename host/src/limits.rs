@@ -796,6 +796,12 @@ pub const MAX_BUILD_SOURCE_FILES: usize = 10_000;
 /// most.
 pub const MAX_BUILD_SOURCE_FILES_RECORDED: usize = 256;
 
+/// How much of a guest toolchain's output (stdout and stderr, each) a
+/// build keeps to say why it failed: its last 256 KiB. What names the
+/// failure (a Python traceback, a JS engine's message) is near its end; a
+/// toolchain printing without end costs the host no more than this.
+pub const MAX_BUILD_OUTPUT_BYTES: usize = 256 << 10;
+
 #[cfg(test)]
 mod tests {
     use super::*;
