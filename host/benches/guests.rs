@@ -34,6 +34,13 @@
 //! made: calls spaced as an agent's are), with the ratio to the fresh call;
 //! `n/a` for a guest that instantiates too quickly to get spares.
 //!
+//! `*_first_compile_ms` and `*_sibling_compile_ms`: what compiling a Python
+//! (JS) component costs with an empty cache folder, and then what a second,
+//! different component of the same language costs in that folder: its
+//! whole-component cache misses, but the function cache holds the CPython
+//! (StarlingMonkey) both carry, so only what differs is compiled;
+//! `*_sibling_saves_x` is their ratio.
+//!
 //! `*_fresh_call_faults_p50` and `*_spare_call_faults_p50`: the page faults
 //! of one call, median (`getrusage` of the calling thread): each page of the
 //! copy-on-write memory image a call writes faults, and is copied, once in
@@ -199,7 +206,42 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    for (lang, first, sibling) in [
+        ("python", art::PY_STATS_WASM_PATH, art::HOSTILE_PY_WASM_PATH),
+        ("js", art::JS_SLUG_WASM_PATH, art::HOSTILE_JS_WASM_PATH),
+    ] {
+        let (first_ms, sibling_ms) = sibling_compiles(first, sibling)?;
+        line(
+            &format!("{lang}_first_compile_ms"),
+            format!("{first_ms:.0}"),
+        );
+        line(
+            &format!("{lang}_sibling_compile_ms"),
+            format!("{sibling_ms:.0}"),
+        );
+        line(
+            &format!("{lang}_sibling_saves_x"),
+            format!("{:.1}", first_ms / sibling_ms),
+        );
+    }
     Ok(())
+}
+
+/// The load of `first` in an empty cache folder, then of `sibling` (another
+/// component of the same language) in that folder, each by a new sandbox
+/// as a new process would: milliseconds each.
+fn sibling_compiles(first: &str, sibling: &str) -> anyhow::Result<(f64, f64)> {
+    let cache = tempfile::tempdir()?;
+    let mut took = Vec::new();
+    for (label, path) in [("first@bench", first), ("sibling@bench", sibling)] {
+        let wasm = std::fs::read(path)?;
+        let sandbox = SandboxBuilder::new().cache_dir(cache.path()).build()?;
+        let started = Instant::now();
+        let component = sandbox.load(label, &wasm)?;
+        took.push(started.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(!component.loaded_from_cache(), "{label} was cached");
+    }
+    Ok((took[0], took[1]))
 }
 
 /// Each call's time and page faults.

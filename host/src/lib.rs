@@ -86,8 +86,9 @@ pub use skill::builtin::{BuiltinSkill, builtin_skills};
 pub use skill::content::ResultKind;
 pub use skill::guest_build::{
     BUILD_CACHE_ENV, BUILD_RECORD_SECTION, BuildError, BuildRecord, COMPONENTIZE_JS_VERSION,
-    COMPONENTIZE_PY_VERSION, Freshness, GuestLanguage, JS_SDK, PYTHON_SDK, SKILL_WIT, SourceDigest,
-    Toolchains, build_skill, build_skill_with, freshness,
+    COMPONENTIZE_PY_VERSION, Freshness, GuestLanguage, JS_SDK, PYTHON_SDK, PYTHON_VENDOR_DIR,
+    SKILL_WIT, SourceDigest, SourceProblem, Toolchains, build_skill, build_skill_with, freshness,
+    rebuild_skill,
 };
 pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,

@@ -218,6 +218,15 @@ pub const DENY_REASON_MAX_CHARS: usize = 500;
 /// a page that stays small for a pathological one.
 pub const RUN_DETAIL_MAX_EVENTS: usize = 200;
 
+/// Longest tool name a call may name: 512 bytes. A tool's own name is at
+/// most 128 characters (`valid_tool_name`, and MCP's own advice for tool
+/// names), behind a server or skill prefix of at most a few dozen: a longer
+/// name can name no tool. Whoever sent it (a client, or a guest through
+/// `host.invoke`, which may have read it from anywhere) gets a refusal
+/// saying so, and the run records the name cut to its first 128 characters,
+/// so a 200,000-byte name never fills a record.
+pub const MAX_CALLED_TOOL_NAME_BYTES: usize = 512;
+
 /// Runs a run's detail lists as invoked by it: 100. `host.invoke` nests
 /// at most `MAX_INVOKE_DEPTH` deep, but a guest may invoke in a loop.
 pub const RUN_DETAIL_MAX_CHILDREN: usize = 100;
@@ -957,6 +966,12 @@ pub const MAX_SKILL_TREE_DEPTH: usize = 32;
 /// 1 MiB. A guest asks for what it wants to read next; the host copies
 /// at most this much into a new buffer per call, whatever length it asks.
 pub const MAX_FILE_READ_BYTES: usize = 1 << 20;
+
+/// How much of a guest toolchain's output (stdout and stderr, each) a
+/// build keeps to say why it failed: its last 256 KiB. What names the
+/// failure (a Python traceback, a JS engine's message) is near its end; a
+/// toolchain printing without end costs the host no more than this.
+pub const MAX_BUILD_OUTPUT_BYTES: usize = 256 << 10;
 
 #[cfg(test)]
 mod tests {

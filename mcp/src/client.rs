@@ -2,14 +2,23 @@
 //!
 //! Dual-era: stdio and streamable HTTP servers are first asked with the
 //! modern stateless handshake (`server/discover`, protocol 2026-07-28, with
-//! per-request `_meta`); a server that answers like a legacy server (or not
-//! at all within 10 s) gets the legacy `initialize` handshake proposing
-//! 2025-11-25 (servers may answer with an older revision such as
-//! 2025-06-18). Over streamable HTTP, a server that answers
-//! `server/discover` with a result that is not a discover result (a legacy
-//! server answering unknown methods with `{}`) gets `initialize` on a fresh
-//! transport. Legacy SSE servers get `initialize` directly. The era each
-//! server speaks is recorded in [`SessionInfo`].
+//! per-request `_meta`); a server that answers like a legacy server gets
+//! the legacy `initialize` handshake proposing 2025-11-25 (servers may
+//! answer with an older revision such as 2025-06-18). Only the server's
+//! connect timeout (90 s unless configured) bounds the handshake: a server
+//! may take long to start (`npx -y` fetches its package first).
+//!
+//! - stdio: the host runs the handshake on the transport itself
+//!   (`crate::handshake`; `initialize` goes out beside the probe after 10 s
+//!   without an answer, for legacy servers that never answer it), then
+//!   hands the transport to rmcp's service.
+//! - Streamable HTTP: rmcp's `server/discover` startup; a server that
+//!   answers it like a legacy server (an error that is not a 2026-07-28
+//!   refusal, or a result that is not a discover result, such as `{}`)
+//!   gets `initialize` on a fresh transport.
+//! - Legacy SSE servers get `initialize` directly.
+//!
+//! The era each server speaks is recorded in [`SessionInfo`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -152,9 +161,10 @@ impl Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // The version an `initialize` proposes (legacy SSE, and the HTTP
-        // fallback): the newest revision that has that handshake. The
-        // modern probe names its own versions ([`lifecycle_auto`]).
+        // The version an `initialize` proposes (legacy SSE, the stdio
+        // handshake and the HTTP fallback): the newest revision that has
+        // that handshake. The modern probe names its own version
+        // (`crate::handshake::MODERN_VERSION`).
         let mut capabilities = ClientCapabilities::default();
         // Form questions go to the calling user (see `crate::elicit`).
         capabilities.elicitation = Some(
@@ -448,7 +458,7 @@ impl CallError {
 }
 
 /// `20s`, `0.5s`.
-fn secs_text(d: Duration) -> String {
+pub(crate) fn secs_text(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
         format!("{}s", s as u64)
@@ -541,22 +551,19 @@ pub(crate) struct Connection {
     roots: bool,
 }
 
-fn lifecycle_auto() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+/// Whether rmcp's `server/discover` startup failed because the server is
+/// legacy: it answered the probe with a JSON-RPC error that is not one a
+/// 2026-07-28 server refuses a client with, with a result that is not a
+/// discover result (a legacy server answering methods it does not know
+/// with `{}`), or it speaks no 2026-07-28 revision the host does. The
+/// `initialize` handshake then decides.
+fn discover_says_legacy(e: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::JsonRpcError(data) => !crate::handshake::is_modern_refusal(data.code),
+        E::ExpectedInitResult(_) | E::NoCompatibleProtocolVersion { .. } => true,
+        _ => false,
     }
-}
-
-/// Whether the `server/discover` probe got a successful answer that is not
-/// a discover result (e.g. `{}`). A modern server must answer it with its
-/// supported versions, so this is a legacy server that answers methods it
-/// does not know with a result instead of an error.
-fn discover_answered_by_legacy(e: &rmcp::service::ClientInitializeError) -> bool {
-    matches!(
-        e,
-        rmcp::service::ClientInitializeError::ExpectedInitResult(_)
-    )
 }
 
 /// The OAuth challenge (`WWW-Authenticate`) that failed a request, over
@@ -589,8 +596,15 @@ enum HttpHandshake {
     Failed(String),
 }
 
-/// The streamable HTTP handshake over `client`: the modern probe, and
-/// `initialize` on a fresh transport when a legacy server answered it.
+/// The streamable HTTP handshake over `client`, bounded by `deadline` only
+/// (rmcp's `Auto` mode gives the probe 10 s, which failed servers slow to
+/// answer): the modern probe, and `initialize` on a fresh transport when
+/// the server answers it as a legacy server does (a JSON-RPC error that is
+/// not a 2026-07-28 refusal, which rmcp makes of a 4xx status too, or a
+/// result that is not a discover result). Unlike over stdio, `initialize`
+/// is not sent beside a probe still unanswered: every HTTP request gets a
+/// response of its own, which a legacy server gives at once, so an
+/// unanswered probe is a server that is not answering yet.
 async fn http_handshake<C>(
     client: C,
     cfg: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
@@ -606,9 +620,12 @@ where
 {
     use rmcp::transport::StreamableHttpClientTransport;
     let transport = StreamableHttpClientTransport::with_client(client.clone(), cfg.clone());
+    let discover = ClientLifecycleMode::Discover {
+        preferred_versions: vec![crate::handshake::MODERN_VERSION],
+    };
     let outcome = tokio::time::timeout_at(
         deadline,
-        serve_client_with_lifecycle(handler.clone(), transport, lifecycle_auto()),
+        serve_client_with_lifecycle(handler.clone(), transport, discover),
     )
     .await
     .map_err(|_| HttpHandshake::TimedOut)?;
@@ -619,10 +636,10 @@ where
     if let Some(header) = e.auth_challenge() {
         return Err(HttpHandshake::Challenged(header.to_string()));
     }
-    if !discover_answered_by_legacy(&e) {
+    if !discover_says_legacy(&e) {
         return Err(HttpHandshake::Failed(e.to_string()));
     }
-    // The probe is spent with its transport; the legacy server gets
+    // The probe's transport ended with its startup; the legacy server gets
     // `initialize` on a fresh one.
     let probe = format!("{e}; then `initialize` on a new connection: ");
     let transport = StreamableHttpClientTransport::with_client(client, cfg);
@@ -644,8 +661,8 @@ where
 impl Connection {
     /// Starts (stdio) or reaches (HTTP) the server and runs the handshake,
     /// bounded by the server's connect timeout. On failure nothing is left
-    /// running and the error says what happened (with the last stderr line
-    /// of a stdio server).
+    /// running and the error says what happened, then, for a stdio server,
+    /// how its process ended and its last stderr lines, as context.
     pub async fn open(
         config: &ServerConfig,
         ctx: ConnectContext<'_>,
@@ -689,30 +706,46 @@ impl Connection {
                     "--- skillhost: started {command} (pid {}) ---",
                     process.pid()
                 ));
-                let transport = StdioTransport::new(
+                let written = delivered.clone().unwrap_or_default();
+                let mut transport = StdioTransport::new(
                     stdin,
                     stdout,
                     fault.clone(),
-                    delivered.clone().unwrap_or_default(),
+                    written.clone(),
                     MAX_MESSAGE_BYTES,
                 );
-                let handshake = tokio::time::timeout(
-                    timeout,
-                    serve_client_with_lifecycle(handler, transport, lifecycle_auto()),
+                let handshake = crate::handshake::handshake(
+                    &mut transport,
+                    &handler.get_info(),
+                    crate::handshake::Deadlines::new(started.into(), timeout),
                 )
                 .await;
                 match handshake {
-                    Ok(Ok(service)) => (service, Some(process)),
-                    outcome => {
-                        let why = match outcome {
-                            Ok(Err(e)) => format!("handshake failed: {e}"),
-                            _ => {
-                                format!("no answer to the handshake within {}", secs_text(timeout))
-                            }
-                        };
+                    Ok(peer) => {
+                        // The handshake's requests are no calls to retry.
+                        written.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                        let service = rmcp::service::serve_directly(handler, transport, Some(peer));
+                        (service, Some(process))
+                    }
+                    Err(e) => {
+                        // Why the transport ended, if it did, before the
+                        // stop below ends it.
+                        let ended_why = fault.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                        // Closes the server's stdin: the stop sequence's
+                        // first step.
+                        drop(transport);
                         process.stop(Duration::from_millis(200)).await;
                         ctx.log.settle(Duration::from_millis(500)).await;
-                        return Err(describe_failure(&why, &fault, &mut process, &ctx.log).into());
+                        // How the process ended is told when it ended by
+                        // itself, not when the host stopped it.
+                        let ended = matches!(
+                            e,
+                            crate::handshake::HandshakeError::Closed { .. }
+                                | crate::handshake::HandshakeError::Send { .. }
+                        );
+                        let status = if ended { process.try_exit() } else { None };
+                        let why = e.to_string();
+                        return Err(describe_failure(&why, ended_why, status, &ctx.log).into());
                     }
                 }
             }
@@ -1222,21 +1255,24 @@ fn status_text(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// A stdio server's failed start: what happened (`why`), why its transport
+/// ended (`fault`) if it did, how its process ended (`status`) if it ended
+/// by itself, then its last stderr lines, as context.
 fn describe_failure(
     why: &str,
-    fault: &Fault,
-    process: &mut ServerProcess,
+    fault: Option<String>,
+    status: Option<std::process::ExitStatus>,
     log: &StderrLog,
 ) -> String {
     let mut msg = why.to_string();
-    if let Some(f) = fault.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+    if let Some(f) = fault {
         msg.push_str(&format!("; {f}"));
     }
-    if let Some(status) = process.try_exit() {
+    if let Some(status) = status {
         msg.push_str(&format!("; the process {}", status_text(status)));
     }
-    if let Some(line) = log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
-        msg.push_str(&format!("; last stderr line: {line}"));
+    if let Some(context) = log.context() {
+        msg.push_str(&format!("; {context}"));
     }
     msg
 }

@@ -18,6 +18,7 @@
 mod client;
 mod config;
 mod elicit;
+mod handshake;
 mod import;
 mod in_flight;
 mod manager;
@@ -43,6 +44,7 @@ pub use config::{
 pub use elicit::{
     ElicitQuestion, ElicitReply, ElicitReplyFuture, ForwardFuture, UpstreamElicitor, apply_defaults,
 };
+pub use handshake::LEGACY_PROBE_AFTER;
 pub use import::{import_desktop_config, merge_imported};
 pub use manager::{
     CallHooks, ManagerOptions, McpManager, MemoryPins, PinStore, RegisteredTool, RestartPolicy,
@@ -59,7 +61,7 @@ pub use proc_table::{ProcEntry, group_members};
 pub use process::SERVER_TAG_ENV;
 pub use rmcp::model::CallToolResult;
 pub use server_log::{ServerLogLevel, ServerLogLine, ServerLogSink};
-pub use stderr_log::{LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
+pub use stderr_log::{CONTEXT_LINES, LOG_FILE, LOG_FILE_BYTES, RING_BYTES, StderrLog};
 pub use stdio::MAX_MESSAGE_BYTES;
 pub use tools::{McpTool, classify_tools, definition_hash};
 

@@ -910,8 +910,8 @@ async fn supervise(inner: Arc<Inner>, slot: Arc<Slot>, stop: CancellationToken) 
                                 // Its last words, before reading them.
                                 slot.log.settle(Duration::from_millis(500)).await;
                             }
-                            if let Some(l) = slot.log.last_line().filter(|l| !l.starts_with("--- skillhost:")) {
-                                why.push_str(&format!("; last stderr line: {l}"));
+                            if let Some(context) = slot.log.context() {
+                                why.push_str(&format!("; {context}"));
                             }
                             break Some(why);
                         }

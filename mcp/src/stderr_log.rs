@@ -29,6 +29,17 @@ pub const LOG_FILE_BYTES: u64 = 1024 * 1024;
 pub const MAX_LINE_BYTES: usize = 4096;
 /// The log file's name in the server's folder.
 pub const LOG_FILE: &str = "stderr.log";
+/// Stderr lines a failure message quotes as context: enough for a stack
+/// trace's head or a package manager's last notices, short enough for one
+/// status line.
+pub const CONTEXT_LINES: usize = 3;
+/// The longest stderr line a failure message quotes, in characters.
+const CONTEXT_LINE_CHARS: usize = 300;
+/// The end of the ring the quoted lines are looked for in: whole lines only
+/// (a line the cut falls in is left out, not quoted from its middle).
+const CONTEXT_TAIL_BYTES: usize = 4096;
+/// How the host's own lines in the log begin (`--- skillhost: started …`).
+const NOTE_PREFIX: &str = "--- skillhost:";
 
 /// One server's stderr.
 #[derive(Debug)]
@@ -78,8 +89,21 @@ impl StderrLog {
     /// The tail of the ring buffer as text, control characters escaped
     /// (tabs and newlines kept).
     pub fn tail(&self, max_bytes: usize) -> String {
+        self.tail_of(max_bytes, false)
+    }
+
+    /// [`tail`](Self::tail), without the line the cut falls in when
+    /// `whole_lines`: only lines kept whole.
+    fn tail_of(&self, max_bytes: usize, whole_lines: bool) -> String {
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        let skip = ring.len().saturating_sub(max_bytes);
+        let mut skip = ring.len().saturating_sub(max_bytes);
+        if whole_lines && skip > 0 && ring.get(skip - 1) != Some(&b'\n') {
+            skip += ring
+                .iter()
+                .skip(skip)
+                .position(|&b| b == b'\n')
+                .map_or(ring.len() - skip, |i| i + 1);
+        }
         let bytes: Vec<u8> = ring.iter().skip(skip).copied().collect();
         escape(&String::from_utf8_lossy(&bytes))
     }
@@ -91,6 +115,45 @@ impl StderrLog {
             .rev()
             .find(|l| !l.trim().is_empty())
             .map(|l| l.chars().take(300).collect())
+    }
+
+    /// The last [`CONTEXT_LINES`] non-empty lines the server wrote since
+    /// the host's last line (this run's), escaped, each cut at 300
+    /// characters, as `the server's last stderr lines: a | b | c`; `None`
+    /// when it wrote none. A failure message appends this after saying what
+    /// happened: what a server last wrote is context, seldom the cause (npm
+    /// writes notices there while the server is fine).
+    ///
+    /// ```
+    /// let log = skillhost_mcp::StderrLog::new(None, vec![]);
+    /// log.note("--- skillhost: started npx (pid 7) ---");
+    /// assert_eq!(log.context(), None);
+    /// for line in ["a", "", "b", "c", "npm notice d"] {
+    ///     log.note(line);
+    /// }
+    /// assert_eq!(
+    ///     log.context().unwrap(),
+    ///     "the server's last stderr lines: b | c | npm notice d"
+    /// );
+    /// ```
+    pub fn context(&self) -> Option<String> {
+        let tail = self.tail_of(CONTEXT_TAIL_BYTES, true);
+        let mut lines: Vec<String> = tail
+            .lines()
+            .rev()
+            .take_while(|l| !l.starts_with(NOTE_PREFIX))
+            .filter(|l| !l.trim().is_empty())
+            .take(CONTEXT_LINES)
+            .map(|l| l.chars().take(CONTEXT_LINE_CHARS).collect())
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        lines.reverse();
+        Some(format!(
+            "the server's last stderr lines: {}",
+            lines.join(" | ")
+        ))
     }
 
     /// Waits, at most `limit`, until every pipe given to
@@ -231,6 +294,47 @@ mod tests {
         }
         assert!(log.tail(usize::MAX).len() <= RING_BYTES * 6);
         assert!(log.last_line().unwrap().starts_with("line 9999 \\u{1b}"));
+    }
+
+    #[test]
+    fn context_quotes_the_last_whole_lines_of_this_run_redacted() {
+        let log = StderrLog::new(None, vec!["hunter22".into()]);
+        log.note("an earlier run's last words");
+        log.note("--- skillhost: started srv (pid 7) ---");
+        for line in [
+            "npm notice a",
+            "npm notice b",
+            "npm notice c",
+            "",
+            "npm notice d",
+        ] {
+            log.note(line);
+        }
+        assert_eq!(
+            log.context().unwrap(),
+            "the server's last stderr lines: npm notice b | npm notice c | npm notice d"
+        );
+        // A line longer than the tail looked at: the cut falls in it, and
+        // its end is not quoted as if it were a line.
+        log.note(&format!("npm notice {}", "x".repeat(CONTEXT_TAIL_BYTES)));
+        log.note("Error: key hunter22 refused");
+        log.note(&format!("at {}", "y".repeat(1000)));
+        let context = log.context().unwrap();
+        let quoted = context
+            .strip_prefix("the server's last stderr lines: ")
+            .unwrap();
+        let lines: Vec<&str> = quoted.split(" | ").collect();
+        assert_eq!(lines.len(), 2, "{context}");
+        assert_eq!(lines[0], "Error: key *** refused");
+        assert_eq!(lines[1].chars().count(), CONTEXT_LINE_CHARS);
+        // Lines from before the host's last note are never quoted.
+        log.note("--- skillhost: started srv (pid 8) ---");
+        assert_eq!(log.context(), None);
+        log.note("only line");
+        assert_eq!(
+            log.context().unwrap(),
+            "the server's last stderr lines: only line"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use skillhost_e2e::peers;
+use skillhost_e2e::peers::SlowEra;
 use skillhost_mcp::{
     CallErrorKind, Era, ManagerOptions, McpConfig, McpManager, MemoryPins, PinStore, Secret,
     ServerConfig, ServerState, TransportKind,
@@ -373,4 +374,169 @@ async fn server_everything_over_stdio() {
     let pid = st.pid.unwrap();
     m.shutdown().await;
     assert_group_gone(pid);
+}
+
+// --- slow starts: the handshake has the whole connect timeout ---------------
+
+/// How long the slow peers answer nothing after they start: longer than
+/// the wait (`LEGACY_PROBE_AFTER`, 10 s) after which the host sends
+/// `initialize` beside its `server/discover` probe, and after which rmcp's
+/// own dual-era startup gave up on the probe (the issue: `npx -y` on a
+/// cold cache).
+const SLOW_START_SECS: f64 = 15.0;
+
+/// The status and session of `name`, which must be ready on its first
+/// attempt, in `era`.
+fn ready_on_first_attempt(
+    m: &McpManager,
+    name: &str,
+    era: SlowEra,
+) -> (skillhost_mcp::ServerStatus, skillhost_mcp::SessionInfo) {
+    let st = m.status(name).unwrap();
+    assert_eq!(st.state, ServerState::Ready, "{st:?}");
+    assert_eq!(st.restarts, 0, "ready on the first attempt: {st:?}");
+    let session = st.session.clone().unwrap();
+    let expected = match era {
+        SlowEra::Modern => (Era::Modern, "2026-07-28"),
+        SlowEra::Legacy | SlowEra::LegacySilent => (Era::Legacy, "2025-11-25"),
+    };
+    assert_eq!(
+        (session.era, session.protocol_version.as_str()),
+        expected,
+        "{session:?}"
+    );
+    (st, session)
+}
+
+/// A slow peer over stdio, connected by a manager with the default connect
+/// timeout (90 s): ready on the first attempt in `era`, its tool callable.
+async fn slow_stdio_connects(name: &str, delay_secs: f64, era: SlowEra) -> Duration {
+    let env = env();
+    let s = stdio_server(name, peers::slow_server_cmd(delay_secs, era, None));
+    assert_eq!(s.timeouts.connect(), Duration::from_secs(90));
+    assert!(Duration::from_secs_f64(SLOW_START_SECS) > skillhost_mcp::LEGACY_PROBE_AFTER);
+    let (m, _) = manager_with(&env, vec![s]).await;
+    let (st, session) = ready_on_first_attempt(&m, name, era);
+    let r = m
+        .call(
+            &format!("{name}.echo"),
+            json!({"text": "late but here"}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "late but here");
+    let pid = st.pid.unwrap();
+    m.shutdown().await;
+    assert_group_gone(pid);
+    session.connect_time
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_modern_server_connects_in_the_modern_era() {
+    let took = slow_stdio_connects("slowmodern", SLOW_START_SECS, SlowEra::Modern).await;
+    assert!(took >= Duration::from_secs_f64(SLOW_START_SECS), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_legacy_server_connects_in_the_legacy_era() {
+    let took = slow_stdio_connects("slowlegacy", SLOW_START_SECS, SlowEra::Legacy).await;
+    assert!(took >= Duration::from_secs_f64(SLOW_START_SECS), "{took:?}");
+}
+
+/// A legacy server that never answers `server/discover` still connects:
+/// with the `initialize` the host sends after `LEGACY_PROBE_AFTER`, not at
+/// the end of the connect timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_server_silent_on_discover_connects_with_initialize() {
+    let took = slow_stdio_connects("silentlegacy", 0.0, SlowEra::LegacySilent).await;
+    let after = skillhost_mcp::LEGACY_PROBE_AFTER;
+    assert!(
+        took >= after && took < after + Duration::from_secs(10),
+        "{took:?}"
+    );
+}
+
+/// A slow peer over streamable HTTP, connected by a manager with the
+/// default connect timeout: ready on the first attempt in `era`, its tool
+/// callable.
+async fn slow_http_connects(name: &str, era: SlowEra) {
+    let env = env();
+    let port = peers::free_loopback_port();
+    let (prog, args) = peers::slow_server_cmd(SLOW_START_SECS, era, Some(port));
+    let mut cmd = std::process::Command::new(prog);
+    cmd.args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _peer = Killed(peers::spawn_in_own_group(&mut cmd).unwrap());
+    peers::wait_for_port(port, Duration::from_secs(20));
+    let s = ServerConfig::http(
+        name,
+        TransportKind::StreamableHttp,
+        &format!("http://127.0.0.1:{port}/mcp"),
+    );
+    assert_eq!(s.timeouts.connect(), Duration::from_secs(90));
+    let (m, _) = manager_with(&env, vec![s]).await;
+    let (_, session) = ready_on_first_attempt(&m, name, era);
+    assert!(
+        session.connect_time >= Duration::from_secs_f64(SLOW_START_SECS),
+        "{session:?}"
+    );
+    let r = m
+        .call(
+            &format!("{name}.echo"),
+            json!({"text": "over http"}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "over http");
+    m.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_streamable_http_server_connects_in_the_modern_era() {
+    slow_http_connects("slowhttp", SlowEra::Modern).await;
+}
+
+/// A legacy server over streamable HTTP that answers the probe only once
+/// it is up (with HTTP 400, as a server of that era answers a request
+/// outside a session): `initialize` then, on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_legacy_streamable_http_server_connects_in_the_legacy_era() {
+    slow_http_connects("slowhttplegacy", SlowEra::Legacy).await;
+}
+
+/// A server still silent when its connect timeout ends fails then (not
+/// before), with a message saying what happened; its stderr is quoted as
+/// context after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_silent_past_the_connect_timeout_fails_saying_so() {
+    let env = env();
+    let mut s = stdio_server(
+        "mute",
+        peers::slow_server_cmd(3600.0, SlowEra::Modern, None),
+    );
+    s.timeouts.connect_secs = Some(3.0);
+    let home = skillhost_mcp::TokenHome::Files(env.root.clone());
+    let t = std::time::Instant::now();
+    let report = skillhost_mcp::test_server(&s, &Default::default(), &env.root, &home).await;
+    let took = t.elapsed();
+    assert!(!report.ok, "{report:?}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
+    let err = report.steps[0].error.clone().unwrap();
+    assert_eq!(report.steps[0].step, "connect");
+    assert!(
+        err.starts_with("no answer to the handshake within 3s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("; the server's last stderr lines: slow_server: starting in 3600 s"),
+        "{err}"
+    );
 }

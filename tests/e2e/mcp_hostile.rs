@@ -347,7 +347,10 @@ async fn exit_at_start_ends_failed_with_exit_code_and_stderr_line() {
     let err = st.last_error.clone().unwrap();
     assert!(err.contains("exited with code 3"), "{err}");
     assert!(
-        err.contains("last stderr line: hostile: exit-at-start: giving up before reading anything"),
+        err.contains(
+            "; the server's last stderr lines: hostile: exit-at-start: giving up before reading \
+             anything"
+        ),
         "{err}"
     );
     assert!(err.contains("gave up after 3 failures"), "{err}");

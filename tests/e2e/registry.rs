@@ -733,6 +733,29 @@ async fn invoke_from_a_skill_is_limited_by_tool_names_and_grants(env) {
         );
     }
 
+    // A 200,000-byte tool name (a guest may have read it from anywhere):
+    // refused naming the cap, and the record keeps the name's first 128
+    // characters, not the whole of it.
+    let huge = format!("text.{}", "w".repeat(200_000));
+    let outer = call(
+        &host,
+        &Caller::persona("bob"),
+        "hostile.invoke",
+        json!({"tool": huge, "args": {}}),
+    )
+    .await;
+    expect(&outer, Outcome::Error);
+    let inner = child_of(&host, &outer.run_id);
+    assert_eq!(inner.outcome, Outcome::Error);
+    assert!(inner.tool.len() < 300, "{} bytes recorded", inner.tool.len());
+    assert!(inner.tool.starts_with("text.www"), "{}", inner.tool);
+    let said = inner.error.as_deref().unwrap_or_default();
+    assert!(
+        said.contains("a tool name of 200005 bytes names no tool") && said.len() < 300,
+        "{said}"
+    );
+    assert!(error(&outer).len() < 1000, "{}", error(&outer).len());
+
     // A declared tool that needs confirmation cannot be reached through
     // invoke, and nothing is left waiting for approval.
     let outer = call(

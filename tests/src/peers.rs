@@ -8,6 +8,8 @@
 //!   ([`py_server_cmd`]);
 //! - `hostile_server.py MODE`: a raw JSON-RPC server that misbehaves in one
 //!   way per mode ([`hostile_cmd`]);
+//! - `slow_server.py`: a Python SDK server slow to start, as `npx -y` is on
+//!   a cold cache ([`slow_server_cmd`]);
 //! - `@modelcontextprotocol/server-everything` ([`server_everything_cmd`]);
 //! - the `@modelcontextprotocol/conformance` CLI ([`conformance_cmd`]).
 //!
@@ -211,6 +213,57 @@ pub fn py_server_cmd(transport: &str, port: Option<u16>) -> (PathBuf, Vec<String
     if let Some(port) = port {
         args.push("--port".to_owned());
         args.push(port.to_string());
+    }
+    (peers_python(), args)
+}
+
+/// Which handshake `slow_server.py` speaks (its `--era`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowEra {
+    /// The SDK as it is: `server/discover` opens the 2026-07-28 era.
+    Modern,
+    /// A server from before 2026-07-28: over stdio `server/discover` gets
+    /// -32601; over streamable HTTP, HTTP 400 with -32000 (no session).
+    Legacy,
+    /// A legacy server that never answers `server/discover` (stdio only).
+    LegacySilent,
+}
+
+impl SlowEra {
+    fn arg(self) -> &'static str {
+        match self {
+            SlowEra::Modern => "modern",
+            SlowEra::Legacy => "legacy",
+            SlowEra::LegacySilent => "legacy-silent",
+        }
+    }
+}
+
+/// The program and arguments that run `tests/peers/slow_server.py`, a
+/// Python SDK server that answers nothing for `delay_secs` after it starts
+/// (as `npx -y` does while it fetches a package) and then speaks the
+/// handshake of `era`; over stdio, or over streamable HTTP on
+/// `127.0.0.1:port` when `port` is given (not `SlowEra::LegacySilent`).
+///
+/// # Panics
+///
+/// When no Python with the MCP SDK is found (see [`peers_python`]).
+pub fn slow_server_cmd(delay_secs: f64, era: SlowEra, port: Option<u16>) -> (PathBuf, Vec<String>) {
+    let script = peers_src_dir().join("slow_server.py");
+    let mut args = vec![
+        path_arg(&script),
+        "--delay".to_owned(),
+        delay_secs.to_string(),
+        "--era".to_owned(),
+        era.arg().to_owned(),
+    ];
+    if let Some(port) = port {
+        args.extend([
+            "--transport".to_owned(),
+            "streamable-http".to_owned(),
+            "--port".to_owned(),
+            port.to_string(),
+        ]);
     }
     (peers_python(), args)
 }

@@ -490,11 +490,16 @@ impl HostInner {
     ) -> RunReport {
         let mut clock = crate::stages::start();
         let (run_id, created_at_ms) = approved.clone().unwrap_or_else(|| (new_run_id(), now_ms()));
+        let overlong = tool.len() > crate::limits::MAX_CALLED_TOOL_NAME_BYTES;
         let mut run = Pending {
             run_id,
             created_at_ms,
             caller: caller.clone(),
-            tool: tool.to_string(),
+            tool: if overlong {
+                crate::escape::escape_control(tool, 128, false)
+            } else {
+                tool.to_string()
+            },
             provider: None,
             parent,
             input_refs: req.input_refs.clone(),
@@ -505,6 +510,14 @@ impl HostInner {
             start: Instant::now(),
             cancelled: false,
         };
+        if overlong {
+            let why = format!(
+                "a tool name of {} bytes names no tool (a name is at most {} bytes)",
+                tool.len(),
+                crate::limits::MAX_CALLED_TOOL_NAME_BYTES
+            );
+            return self.finish(run, Stop::Refused(Refusal::Unregistered(why)).into());
+        }
         let mut reg = match self.registry() {
             Ok(r) => r,
             Err(e) => return self.finish(run, Stop::State(e).into()),
@@ -519,6 +532,10 @@ impl HostInner {
             if let Err(e) = self.ensure_server(server).await {
                 return self.finish(run, Stop::Server(e).into());
             }
+            // Its discovery registered its tools through another
+            // connection: on a shared database the change feed may not
+            // have said so yet, so the registry is read again now.
+            self.changed();
             if let Ok(r) = self.registry() {
                 reg = r;
             }

@@ -49,7 +49,10 @@ impl Invoker for HostInvoker {
                 return Err(ToolError::Failed("the host is shutting down".into()));
             };
             let args: Value = serde_json::from_str(&req.arguments_json).map_err(|e| {
-                ToolError::InvalidInput(format!("arguments for `{}` are not JSON: {e}", req.tool))
+                ToolError::InvalidInput(format!(
+                    "arguments for `{}` are not JSON: {e}",
+                    crate::escape::escape_control(&req.tool, 128, false)
+                ))
             })?;
             let report = Box::pin(host.call(
                 &caller,

@@ -96,9 +96,16 @@ enum Command {
     /// componentize-js) and place the component where skill.yaml's
     /// `component` field says. A missing toolchain is named with the
     /// command that installs it.
+    ///
+    /// A Python or JS component already built from the same sources (by
+    /// the same toolchain, with this skillhost's SDK) is left as it is.
     Build {
         /// The skill folder (with skill.yaml, and Cargo.toml, app.py or app.js).
         dir: PathBuf,
+        /// Build again even when the component in place was built from
+        /// the same sources.
+        #[arg(long)]
+        force: bool,
     },
     /// Call one tool and print its result JSON on stdout.
     ///
@@ -457,8 +464,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 async fn run_plain(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Build { dir } => {
-            let out = tokio::task::spawn_blocking(move || skillhost::build_skill(&dir)).await??;
+        Command::Build { dir, force } => {
+            let out = tokio::task::spawn_blocking(move || match force {
+                true => skillhost::rebuild_skill(&dir, &Default::default()),
+                false => skillhost::build_skill(&dir),
+            })
+            .await??;
             println!("{}", out.display());
             Ok(())
         }

@@ -287,6 +287,10 @@ async fn serve_http(
     )?;
     writeln!(
         out,
+        "console: http://{local}/ (the operator's, in a browser: sign in with the admin token)"
+    )?;
+    writeln!(
+        out,
         "client configuration:\n{}",
         serde_json::to_string_pretty(&snippet)?
     )?;

@@ -101,20 +101,21 @@ impl skillhost::plugin::host::Host for CallState {
         arguments_json: String,
     ) -> wasmtime::Result<Result<String, WitToolError>> {
         self.charge_hostward(tool.len() + arguments_json.len())?;
+        let shown = escape_control(&tool, 128, false);
         let Some(invoker) = self.call.invoker.clone() else {
             return Ok(Err(WitToolError::Denied(format!(
-                "`{tool}`: this call may not invoke other tools"
+                "`{shown}`: this call may not invoke other tools"
             ))));
         };
         let depth = self.call.depth + 1;
         if depth > MAX_INVOKE_DEPTH {
             return Ok(Err(WitToolError::Denied(format!(
-                "`{tool}`: invoke chains are limited to {MAX_INVOKE_DEPTH} levels"
+                "`{shown}`: invoke chains are limited to {MAX_INVOKE_DEPTH} levels"
             ))));
         }
         if Instant::now() >= self.call.deadline {
             return Ok(Err(WitToolError::Failed(format!(
-                "`{tool}`: the caller's deadline has passed"
+                "`{shown}`: the caller's deadline has passed"
             ))));
         }
         let request = InvokeRequest {

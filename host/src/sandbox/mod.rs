@@ -110,7 +110,10 @@ impl SandboxBuilder {
         }
     }
 
-    /// Caches compiled components in `dir` (created if missing).
+    /// Caches compiled components in `dir` (created if missing), and each
+    /// compiled function in its `functions/` folder, so a component sharing
+    /// code with one compiled before (every Python skill carries the same
+    /// CPython) compiles only what is new.
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
@@ -251,23 +254,7 @@ impl SandboxBuilder {
                 TABLE_KEEP_RESIDENT
             });
 
-        let mut config = Config::new();
-        config
-            .wasm_component_model(true)
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .max_wasm_stack(self.max_wasm_stack)
-            .async_stack_size(self.max_wasm_stack.saturating_add(HOST_STACK_HEADROOM))
-            .cranelift_opt_level(OptLevel::Speed)
-            // Fresh instances map the memory image copy-on-write.
-            .memory_init_cow(self.memory_images)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config)
-            .map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
-
-        let linker = new_linker(&engine)?;
-
-        let cache = match &self.cache_dir {
+        let cache_folder = match &self.cache_dir {
             Some(dir) => {
                 {
                     use std::os::unix::fs::DirBuilderExt as _;
@@ -280,14 +267,41 @@ impl SandboxBuilder {
                             anyhow::anyhow!("cannot create the cache folder {}: {e}", dir.display())
                         })?;
                 }
-                let d = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())
-                    .map_err(|e| {
-                        anyhow::anyhow!("cannot open the cache folder {}: {e}", dir.display())
-                    })?;
-                Some(cache::CompileCache::new(d, &engine))
+                Some(
+                    cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).map_err(
+                        |e| anyhow::anyhow!("cannot open the cache folder {}: {e}", dir.display()),
+                    )?,
+                )
             }
             None => None,
         };
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(self.max_wasm_stack)
+            .async_stack_size(self.max_wasm_stack.saturating_add(HOST_STACK_HEADROOM))
+            .cranelift_opt_level(OptLevel::Speed)
+            // Fresh instances map the memory image copy-on-write.
+            .memory_init_cow(self.memory_images)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        if let Some(d) = &cache_folder {
+            match cache::FunctionCache::open(d) {
+                Ok(functions) => {
+                    config
+                        .enable_incremental_compilation(Arc::new(functions))
+                        .map_err(|e| anyhow::anyhow!("cannot cache compiled functions: {e}"))?;
+                }
+                Err(e) => tracing::warn!("compiling without the function cache: {e}"),
+            }
+        }
+        let engine = Engine::new(&config)
+            .map_err(|e| anyhow::anyhow!("cannot create the wasm engine: {e}"))?;
+
+        let linker = new_linker(&engine)?;
+
+        let cache = cache_folder.map(|d| cache::CompileCache::new(d, &engine));
         let ticker = ticker::EpochTicker::start(&engine, self.epoch_tick);
         Ok(Sandbox {
             inner: Arc::new(SandboxInner {

@@ -106,11 +106,18 @@ fn sources_and_component_stay_in_step(lang: &str, dir: &Path, data: &Path) {
         .find(|p| p.extension().is_some_and(|x| x == "wasm"))
         .expect("the built component");
     let built = std::fs::read(&component).unwrap();
-    let o = run_with_toolchains(data, &["-v", "build", d]);
+    // Without a build cache too: the component in place is the build of
+    // these sources (its record says so), so it stays as it is.
+    let o = common::command(data, &["-v", "build", d])
+        .env("SKILLHOST_COMPONENTIZE_PY", componentize_py())
+        .env("SKILLHOST_COMPONENTIZE_JS", componentize_js())
+        .env_remove(skillhost::BUILD_CACHE_ENV)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     if lang != "rust" {
         assert!(
-            stderr(&o).contains("was built before"),
+            stderr(&o).contains("is up to date with its sources"),
             "the rebuild ran the toolchain again: {}",
             stderr(&o)
         );
@@ -119,6 +126,16 @@ fn sources_and_component_stay_in_step(lang: &str, dir: &Path, data: &Path) {
         std::fs::read(&component).unwrap() == built,
         "a rebuild of unchanged sources changed the component"
     );
+    // --force builds again (here from the run's build cache).
+    let o = run_with_toolchains(data, &["-v", "build", "--force", d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    if lang != "rust" {
+        assert!(
+            !stderr(&o).contains("is up to date") && stderr(&o).contains("was built before"),
+            "{}",
+            stderr(&o)
+        );
+    }
     let source = dir.join(match lang {
         "python" => "app.py",
         "js" => "app.js",
@@ -296,6 +313,23 @@ fn build_names_the_missing_toolchain_and_how_to_install_it() {
             .collect();
         assert!(left.is_empty(), "{left:?}");
     }
+    // componentize-js found, but no Node.js to run it: said as such, not
+    // as the shell's "env: node: No such file or directory".
+    let o = common::command(
+        &data,
+        &["build", work.path().join("missing-js").to_str().unwrap()],
+    )
+    .env("SKILLHOST_COMPONENTIZE_JS", componentize_js())
+    .env("PATH", &empty_path)
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Node.js (`node`, which runs componentize-js) is not installed")
+            && stderr(&o).contains("Node.js 20 or later"),
+        "{}",
+        stderr(&o)
+    );
     // A Rust toolchain without the wasm32-wasip2 target: said before cargo
     // runs, with the command that adds it.
     let o = skillhost(
@@ -380,6 +414,7 @@ fn install_compiles_once_and_no_call_pays_compilation() {
         std::fs::read_dir(data.join("cache/components"))
             .unwrap()
             .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
             .map(|e| (e.file_name(), e.metadata().unwrap().modified().unwrap()))
             .collect()
     };
@@ -469,4 +504,289 @@ fn sources_add_list_remove_without_editing_settings() {
     assert!(!run(&["skills", "list", "--json"]).contains("\"local-one\""));
     // The folder itself is untouched.
     assert!(dir.join("skill.yaml").is_file());
+}
+
+/// A new skill of `lang` named `name` in `work`, and its folder.
+fn new_skill(work: &Path, data: &Path, name: &str, lang: &str) -> PathBuf {
+    let o = run_with_toolchains(
+        data,
+        &["new", name, "--lang", lang, "--dir", work.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    work.join(name)
+}
+
+/// `skillhost build DIR` that fails: its one line on stderr, which names
+/// none of the toolchain's insides (a Node.js or Rust stack, the build's
+/// scratch folder).
+fn failed_build(data: &Path, dir: &Path) -> String {
+    let o = run_with_toolchains(data, &["build", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "more than one line: {err}"
+    );
+    for inside in [
+        "    at ",
+        "Stack backtrace",
+        "skillhost-build-",
+        "componentize.js",
+        "site-packages",
+    ] {
+        assert!(!err.contains(inside), "{inside:?} in {err}");
+    }
+    err
+}
+
+/// A syntax error in app.js, and one in a module it imports, name the file,
+/// the line and column and what is wrong.
+#[test]
+fn a_javascript_build_error_names_file_line_and_message() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = new_skill(work.path(), &data, "broken-js", "js");
+    let app = std::fs::read_to_string(dir.join("app.js")).unwrap();
+    let (line, _) = app
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("function") || l.contains("=>"))
+        .expect("a function in the template");
+    let mut broken: Vec<String> = app.lines().map(str::to_string).collect();
+    broken.insert(line, "const oops = (1 + ;".into());
+    std::fs::write(dir.join("app.js"), broken.join("\n")).unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains(&format!("app.js:{}:", line + 1)) && err.contains("Unexpected token"),
+        "{err}"
+    );
+
+    // Fixed, but a module it imports is broken.
+    std::fs::write(
+        dir.join("app.js"),
+        format!("import {{ shout }} from \"./helper.js\";\n{app}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("helper.js"),
+        "export function shout(s) {\n  return { text: s.toUpperCase() ;\n}\n",
+    )
+    .unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains("helper.js:2:") && err.contains("SyntaxError"),
+        "{err}"
+    );
+    assert!(!dir.join("broken_js.wasm").exists());
+}
+
+/// A syntax error in a module app.py imports, and an import of a package
+/// the skill does not have, name the file, the line and what is wrong, in
+/// one line (not the toolchain's Rust backtrace).
+#[test]
+fn a_python_build_error_names_file_line_and_message() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = new_skill(work.path(), &data, "broken-py", "python");
+    let app = std::fs::read_to_string(dir.join("app.py")).unwrap();
+    let at = app
+        .find("import skillhost\n")
+        .expect("the template imports the SDK");
+    let lines_before = app[..at].lines().count();
+    std::fs::write(
+        dir.join("app.py"),
+        format!("{}import helper\n{}", &app[..at], &app[at..]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("helper.py"), "def shout(s:\n    return s\n").unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains("helper.py:1:") && err.contains("SyntaxError"),
+        "{err}"
+    );
+
+    std::fs::remove_file(dir.join("helper.py")).unwrap();
+    std::fs::write(
+        dir.join("app.py"),
+        format!("{}import tabulate\n{}", &app[..at], &app[at..]),
+    )
+    .unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains(&format!("app.py:{}:", lines_before + 1))
+            && err.contains("ModuleNotFoundError: No module named 'tabulate'"),
+        "{err}"
+    );
+    assert!(!dir.join("broken_py.wasm").exists());
+}
+
+/// A copy of `from` (a folder) at `to`, without `__pycache__`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if !p.ends_with("__pycache__") {
+                copy_tree(&p, &to.join(e.file_name()));
+            }
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// docs/writing-a-skill.md, "Using packages", for Python: a pure-Python
+/// package vendored into the skill's `vendor/` folder (here `h11`, copied
+/// from the test peers' Python as `pip install --target vendor` would put
+/// it: the tests reach no package index) is imported, built in and called;
+/// a native extension module in the folder is refused before anything is
+/// built, naming the file.
+#[test]
+fn a_python_skill_uses_a_vendored_pure_python_package() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = new_skill(work.path(), &data, "vendored-py", "python");
+    let site = std::fs::read_dir(repo().join("target/peers/venv/lib"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.join("h11").is_dir())
+        .expect("h11 in the peers' Python");
+    copy_tree(&site.join("h11"), &dir.join("vendor/h11"));
+    let app = std::fs::read_to_string(dir.join("app.py")).unwrap();
+    let app = app
+        .replacen("import skillhost\n", "import h11\n\nimport skillhost\n", 1)
+        .replacen(
+            r#"    return {"greeting": f"Hello, {args.name}!"}"#,
+            r#"    request = h11.Request(method="GET", target=f"/hello/{args.name}", headers=[("Host", "x")])
+    sent = h11.Connection(h11.CLIENT).send(request)
+    return {"greeting": f"Hello, {args.name}!", "request": sent.decode().splitlines()[0]}"#,
+            1,
+        );
+    assert!(app.contains("h11.Connection"), "{app}");
+    std::fs::write(dir.join("app.py"), app).unwrap();
+    let yaml = std::fs::read_to_string(dir.join("skill.yaml"))
+        .unwrap()
+        .replace(
+            "greeting: {type: string}",
+            "greeting: {type: string}\n        request: {type: string}",
+        )
+        .replace(
+            r#"output: {greeting: "Hello, world!"}"#,
+            r#"output: {greeting: "Hello, world!", request: "GET /hello/world HTTP/1.1"}"#,
+        );
+    std::fs::write(dir.join("skill.yaml"), yaml).unwrap();
+    let d = dir.to_str().unwrap();
+    for args in [vec!["build", d], vec!["check", d]] {
+        let o = run_with_toolchains(&data, &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let o = run_with_toolchains(
+        &data,
+        &[
+            "call",
+            "--skill",
+            d,
+            "vendored_py.greet",
+            "--args",
+            r#"{"name": "Ada"}"#,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(out["request"], "GET /hello/Ada HTTP/1.1", "{out}");
+
+    // A native extension for this machine cannot load in the component.
+    let native = dir.join("vendor/h11/_speedups.cpython-311-x86_64-linux-gnu.so");
+    std::fs::write(&native, b"\x7fELF\x02\x01\x01\0rest of a shared object").unwrap();
+    let err = failed_build(&data, &dir);
+    assert!(
+        err.contains("vendor/h11/_speedups.cpython-311-x86_64-linux-gnu.so")
+            && err.contains("native extension"),
+        "{err}"
+    );
+}
+
+/// docs/writing-a-skill.md, "Using packages", for JavaScript: a package
+/// from `node_modules` (here one written there, as `npm install` would
+/// put it) bundled with the skill's handlers into one module by a bundler
+/// (rolldown, which tests/peers/install.sh installs with componentize-js's
+/// tools) before `skillhost build`.
+#[test]
+fn a_javascript_skill_uses_a_bundled_package() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let dir = new_skill(work.path(), &data, "bundled-js", "js");
+    let package = dir.join("node_modules/shout-case");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "shout-case", "version": "1.0.0", "type": "module", "main": "index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("index.js"),
+        "export function shout(s) {\n  return s.toUpperCase() + \"!\";\n}\n",
+    )
+    .unwrap();
+    let app = std::fs::read_to_string(dir.join("app.js")).unwrap();
+    let handlers = app
+        .replace("\"./skillhost.js\"", "\"../skillhost.js\"")
+        .replacen(
+            "import {",
+            "import { shout } from \"shout-case\";\nimport {",
+            1,
+        )
+        .replace(
+            "return { greeting: `Hello, ${name}!` };",
+            "return { greeting: `Hello, ${name}!`, loud: shout(name) };",
+        );
+    assert!(handlers.contains("shout(name)"), "{handlers}");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/app.js"), handlers).unwrap();
+    let yaml = std::fs::read_to_string(dir.join("skill.yaml"))
+        .unwrap()
+        .replace(
+            "greeting: {type: string}",
+            "greeting: {type: string}\n        loud: {type: string}",
+        )
+        .replace(
+            r#"output: {greeting: "Hello, world!"}"#,
+            r#"output: {greeting: "Hello, world!", loud: "WORLD!"}"#,
+        );
+    std::fs::write(dir.join("skill.yaml"), yaml).unwrap();
+    // npx rolldown src/app.js --file app.js --format esm
+    let peers = repo().join("target/peers/node/node_modules");
+    let o = std::process::Command::new(peers.join("node/bin/node"))
+        .arg(peers.join("rolldown/bin/cli.mjs"))
+        .args(["src/app.js", "--file", "app.js", "--format", "esm"])
+        .current_dir(&dir)
+        .output()
+        .expect("run rolldown");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bundled = std::fs::read_to_string(dir.join("app.js")).unwrap();
+    assert!(
+        bundled.contains("toUpperCase") && !bundled.contains("from \"shout-case\""),
+        "{bundled}"
+    );
+    let d = dir.to_str().unwrap();
+    for args in [vec!["build", d], vec!["check", d]] {
+        let o = run_with_toolchains(&data, &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let o = run_with_toolchains(
+        &data,
+        &[
+            "call",
+            "--skill",
+            d,
+            "bundled_js.greet",
+            "--args",
+            r#"{"name": "Ada"}"#,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(out["loud"], "ADA!", "{out}");
 }

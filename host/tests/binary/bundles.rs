@@ -1062,16 +1062,22 @@ fn yaml_deep_nesting() {
         &host,
         &bundle_with_manifest(&alice, &yaml),
         &[],
-        &["json-tools@1.0.0: skill.yaml: nested deeper than 32 levels"],
+        &[
+            "json-tools@1.0.0: skill.yaml: `metadata[0][0]",
+            "nested deeper than 32 levels (line 4, column",
+        ],
     );
-    // Past the parser's own recursion limit.
+    // Past the parser's own recursion limit: refused at the same depth.
     let deeper = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
     let yaml = format!("name: json-tools\nversion: 1.0.0\ndescription: d\nmetadata: {deeper}\n");
     install_refused(
         &host,
         &bundle_with_manifest(&alice, &yaml),
         &[],
-        &["json-tools@1.0.0: skill.yaml: recursion limit exceeded"],
+        &[
+            "json-tools@1.0.0: skill.yaml: `metadata[0][0]",
+            "nested deeper than 32 levels (line 4, column",
+        ],
     );
 }
 
@@ -1099,7 +1105,7 @@ fn yaml_unknown_field() {
         &host,
         &bundle_with_manifest(&alice, &yaml),
         &[],
-        &["json-tools@1.0.0: skill.yaml: unknown field `capabilities`"],
+        &["json-tools@1.0.0: skill.yaml: `capabilities`: unknown field `capabilities`"],
     );
 }
 

@@ -558,8 +558,88 @@ fn demo_runs_the_whole_path() {
         "support calls text.word_count → ok",
         "→ waiting_approval",
         "approving it again is refused",
-        "→ stats.describe ok, slug.make ok",
+        "→ stats.describe ok",
+        "→ slug.make ok",
         "hostile_fs.read → {\"passwd\":null,\"root\":[]}",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+}
+
+/// The demo on a machine with none of the test peers and no Rust, from a
+/// copy of the binary outside any checkout: every part it can run passes,
+/// each part it cannot is left out with one line naming what adds it, and
+/// it exits 0. Its header names the scratch folder it works in, which is
+/// gone after, and it writes nothing in the folder it was run from.
+#[test]
+fn demo_leaves_out_what_this_machine_cannot_run_and_passes() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    let copy = bin.join("skillhost");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_skillhost"), &copy).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_skillhost"), &copy).expect("copy the binary");
+    }
+    let empty_path = work.path().join("empty-path");
+    std::fs::create_dir(&empty_path).expect("mkdir");
+    let here = work.path().join("here");
+    std::fs::create_dir(&here).expect("mkdir");
+    let mut cmd = std::process::Command::new(&copy);
+    cmd.arg("--data-dir")
+        .arg(work.path().join("data"))
+        .arg("demo")
+        .current_dir(&here)
+        .env("PATH", &empty_path)
+        .env("TMPDIR", work.path())
+        .env_remove("RUST_LOG")
+        .env_remove("SKILLHOST_DATA")
+        .env_remove("SKILLHOST_DATABASE");
+    common::with_shared_builds(&mut cmd);
+    for var in [
+        "CARGO",
+        "RUSTC",
+        "RUSTUP_TOOLCHAIN",
+        "SKILLHOST_COMPONENTIZE_PY",
+        "SKILLHOST_COMPONENTIZE_JS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let o = cmd.output().expect("run the copied binary");
+    let out = common::stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    assert!(out.contains(", 0 failures"), "{out}");
+    let scratch = out
+        .lines()
+        .next()
+        .and_then(|l| l.split("working in ").nth(1))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("the header names no scratch folder: {out}"));
+    assert!(
+        scratch.starts_with(&work.path().display().to_string()),
+        "{scratch} is not in TMPDIR: {out}"
+    );
+    assert!(!Path::new(scratch).exists(), "{scratch} is left behind");
+    assert_eq!(
+        std::fs::read_dir(&here).expect("read").count(),
+        0,
+        "the demo wrote into the folder it ran in"
+    );
+    for line in [
+        // What runs anywhere.
+        "using the built-in text-tools",
+        "hostile_fs.read → {\"passwd\":null,\"root\":[]}",
+        "support calls text.word_count → ok",
+        "served over HTTP",
+        "the token is in no event",
+        // What it left out, each with what adds it.
+        "left out: the author's path: cargo is not installed",
+        "rustup target add wasm32-wasip2",
+        "left out: the MCP server: server-everything is not installed",
+        "tests/peers/install.sh",
+        "left out: the Python skill: componentize-py is not installed",
+        "componentize-py==0.25.1",
+        "left out: the JavaScript skill: componentize-js is not installed",
+        "@bytecodealliance/componentize-js@0.23.0",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }

@@ -602,7 +602,7 @@ fn an_operator_approves_in_chromium() {
         let token = c.find(Locator::Css("#token")).await.expect("the token field");
         token.send_keys(&admin).await.expect("type the token");
         c.find(Locator::Css("form.sign-in button")).await.expect("button").click().await.expect("sign in");
-        let empty = c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("p.empty")).await;
+        let empty = wait_for(&c, Locator::Css("p.empty"), 10).await;
         if empty.is_err() {
             shot(&c, "failed-sign-in").await;
             panic!(
@@ -618,17 +618,16 @@ fn an_operator_approves_in_chromium() {
             .await
             .expect("read the page");
         assert!(!kept.to_string().contains(&admin), "the token stays in the browser");
+        // Nothing waits: no badge reading 0.
+        let badge = c.find(Locator::Id("pending-badge")).await.expect("badge");
+        assert!(!badge.is_displayed().await.expect("displayed?"), "a badge shows while nothing waits");
 
         // A persona calls a tool that needs confirmation, with arguments
         // that would run script if inserted as HTML.
         let hostile = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>a";
         let run_id = persona_call(port, &persona_token, json!({"text": hostile, "pattern": "a", "replacement": "#"}));
         let called = Instant::now();
-        let card = c
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .every(Duration::from_millis(20))
-            .for_element(Locator::Id(&run_id))
+        let card = wait_for(&c, Locator::Id(&run_id), 5)
             .await
             .expect("the call shows in the queue without a reload");
         let shown_after = called.elapsed();
@@ -646,11 +645,7 @@ fn an_operator_approves_in_chromium() {
 
         // Approve: the run executes once, its result on its page.
         card.find(Locator::Css("button.approve")).await.expect("approve").click().await.expect("click");
-        let outcome = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Id("outcome"))
-            .await
+        let outcome = wait_for(&c, Locator::Id("outcome"), 20).await
             .expect("the run's page");
         assert_eq!(outcome.text().await.expect("outcome"), "ok");
         let decided = c.find(Locator::Id("decided-by")).await.expect("decider").text().await.expect("text");
@@ -666,10 +661,7 @@ fn an_operator_approves_in_chromium() {
         // Deny with a reason, typed while the queue redraws itself live.
         let second = persona_call(port, &persona_token, json!({"text": "b", "pattern": "b", "replacement": "#"}));
         goto(&c, &format!("{base}/approvals")).await;
-        c.wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Id(&second))
-            .await
+        wait_for(&c, Locator::Id(&second), 5).await
             .expect("the second call waits");
         let why = text_of(&c, &second).await;
         assert!(why.contains("its skill.yaml"), "why it waits names the manifest: {why}");
@@ -678,10 +670,7 @@ fn an_operator_approves_in_chromium() {
         c.execute("document.getElementById(arguments[0]).focus()", vec![json!(reason_box)]).await.expect("focus");
         c.active_element().await.expect("the reason field").send_keys(reason).await.expect("type");
         let third = persona_call(port, &persona_token, json!({"text": "c", "pattern": "c", "replacement": "#"}));
-        c.wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(Locator::Id(&third))
-            .await
+        wait_for(&c, Locator::Id(&third), 5).await
             .expect("the third call shows live");
         let kept = c
             .execute("return document.getElementById(arguments[0]).value", vec![json!(reason_box)])
@@ -689,11 +678,7 @@ fn an_operator_approves_in_chromium() {
             .expect("read the field");
         assert_eq!(kept, json!(reason), "the live update lost the typed reason");
         click_live(&c, &format!("deny-{second}")).await;
-        let outcome = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Id("outcome"))
-            .await
+        let outcome = wait_for(&c, Locator::Id("outcome"), 20).await
             .expect("the denied run's page");
         assert_eq!(outcome.text().await.expect("outcome"), "denied");
         let error = c.find(Locator::Id("run-error")).await.expect("error").text().await.expect("text");
@@ -707,11 +692,7 @@ fn an_operator_approves_in_chromium() {
         // The third, denied without a reason.
         goto(&c, &format!("{base}/approvals")).await;
         click_live(&c, &format!("deny-{third}")).await;
-        let error = c
-            .wait()
-            .at_most(Duration::from_secs(20))
-            .for_element(Locator::Id("run-error"))
-            .await
+        let error = wait_for(&c, Locator::Id("run-error"), 20).await
             .expect("the third run's page")
             .text()
             .await
@@ -732,7 +713,9 @@ fn an_operator_approves_in_chromium() {
 
         // The queue empties, live.
         goto(&c, &format!("{base}/approvals")).await;
-        c.wait().at_most(Duration::from_secs(5)).for_element(Locator::Css("p.empty")).await.expect("empty queue");
+        wait_for(&c, Locator::Css("p.empty"), 5).await.expect("empty queue");
+        let badge = c.find(Locator::Id("pending-badge")).await.expect("badge");
+        assert!(!badge.is_displayed().await.expect("displayed?"), "the badge still shows with nothing waiting");
 
         // A narrow window still reads: nothing wider than the viewport.
         c.set_window_size(380, 800).await.expect("resize");
@@ -745,7 +728,7 @@ fn an_operator_approves_in_chromium() {
 
         // Sign out: back to the sign-in, and the pages are closed again.
         c.find(Locator::Css("form.sign-out button")).await.expect("sign out").click().await.expect("click");
-        c.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#token")).await.expect("the sign-in page");
+        wait_for(&c, Locator::Css("#token"), 10).await.expect("the sign-in page");
         let kept = c.execute("return localStorage.length", vec![]).await.expect("read the storage");
         assert_eq!(kept, json!(0), "the session's token outlives the sign-out");
         goto(&c, &format!("{base}/approvals")).await;
@@ -870,9 +853,7 @@ pub(crate) async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &
         .click()
         .await
         .expect("click");
-    c.wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#queue"))
+    wait_for(&c, Locator::Css("#queue"), 10)
         .await
         .expect("signed in");
 }
@@ -933,9 +914,7 @@ fn grants_and_tokens_change_from_chromium() {
         // the check below could read the page being left.
         let grant = json_cell.find(Locator::Css("button")).await.expect("grant");
         submit(&c, grant).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("table.grants"))
+        wait_for(&c, Locator::Css("table.grants"), 10)
             .await
             .expect("the matrix again");
         assert!(
@@ -961,9 +940,7 @@ fn grants_and_tokens_change_from_chromium() {
             .await
             .expect("revoke");
         submit(&c, revoke).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("table.grants"))
+        wait_for(&c, Locator::Css("table.grants"), 10)
             .await
             .expect("the matrix again");
         let changed = watcher.next();
@@ -992,10 +969,7 @@ fn grants_and_tokens_change_from_chromium() {
             .click()
             .await
             .expect("click");
-        let row = c
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("persona-ana"))
+        let row = wait_for(&c, Locator::Id("persona-ana"), 10)
             .await
             .expect("the new persona");
         assert!(
@@ -1020,10 +994,7 @@ fn grants_and_tokens_change_from_chromium() {
             .click()
             .await
             .expect("click");
-        let minted = c
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("minted-token"))
+        let minted = wait_for(&c, Locator::Id("minted-token"), 10)
             .await
             .expect("the token");
         let token = minted.text().await.expect("token");
@@ -1057,9 +1028,7 @@ fn grants_and_tokens_change_from_chromium() {
             .await
             .expect("revoke");
         submit(&c, revoke).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("persona-ana"))
+        wait_for(&c, Locator::Id("persona-ana"), 10)
             .await
             .expect("back");
         assert!(
@@ -1085,10 +1054,7 @@ fn grants_and_tokens_change_from_chromium() {
 async fn click_live(c: &fantoccini::Client, id: &str) {
     use fantoccini::error::{CmdError, ErrorStatus};
     for _ in 0..20 {
-        let found = c
-            .wait()
-            .at_most(Duration::from_secs(5))
-            .for_element(fantoccini::Locator::Id(id))
+        let found = wait_for(&c, fantoccini::Locator::Id(id), 5)
             .await
             .unwrap_or_else(|e| panic!("no #{id}: {e}"));
         match found.click().await {
@@ -1116,6 +1082,25 @@ async fn text_of(c: &fantoccini::Client, id: &str) -> String {
 
 /// Opens a console page and waits (bounded) until its script has shown
 /// it: a navigation gets the empty shell first.
+/// Waits at most `secs` seconds for an element, asking every 20 ms. A page that is
+/// being navigated away from (a form just submitted, a redirect) answers a find
+/// with an error such as "aborted by navigation" rather than "no such element":
+/// every error counts as "not yet" until the deadline, which returns the last one.
+pub(crate) async fn wait_for(
+    c: &fantoccini::Client,
+    locator: fantoccini::Locator<'_>,
+    secs: u64,
+) -> Result<fantoccini::elements::Element, fantoccini::error::CmdError> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match c.find(locator).await {
+            Ok(found) => return Ok(found),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
 pub(crate) async fn goto(c: &fantoccini::Client, url: &str) {
     c.goto(url)
         .await
@@ -1578,6 +1563,155 @@ fn the_live_stream_ends_at_sign_out() {
             signed_out.elapsed() < Duration::from_secs(3),
             "the live stream still runs 3 s after its session signed out"
         );
+    }
+    drop(server);
+}
+
+/// `serve --http` says where the console is, and that address opens it.
+#[test]
+fn serve_http_names_the_console() {
+    use std::io::BufRead as _;
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    let mut child = common::command(
+        &data,
+        &["serve", "--http", "127.0.0.1:0", "--grace-secs", "1"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start serve --http");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut printed = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        let last = line.starts_with("client configuration");
+        printed.push(line);
+        if last {
+            break;
+        }
+    }
+    let port = printed
+        .iter()
+        .find_map(|l| l.strip_prefix("listening on http://127.0.0.1:"))
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("no address in {printed:#?}"));
+    let server = HttpServer { child, port };
+    let console = printed
+        .iter()
+        .find(|l| l.starts_with("console: "))
+        .unwrap_or_else(|| panic!("serve --http does not mention the console: {printed:#?}"));
+    let url = format!("http://127.0.0.1:{port}/");
+    assert!(
+        console.contains(&url) && console.contains("admin token"),
+        "{console}"
+    );
+    // The address it names is the console's: unsigned, it leads to the
+    // sign-in.
+    let r = request(port, "GET", "/", &[], None);
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/sign-in"));
+    drop(server);
+}
+
+/// A trusted key's name on the Skills page (not only its key id), the
+/// approvals badge hidden while nothing waits, and no run "0 ms".
+#[test]
+fn pages_say_what_an_operator_reads() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let (data, _) = data_dir(work.path());
+    // A skill signed by a key the operator trusts as `alice`.
+    let (secret, public) = skillhost::SecretKey::generate().expect("a key");
+    secret
+        .write_pair(&work.path().join("alice"))
+        .expect("the key files");
+    let bundle = work.path().join("hostile.skill");
+    let dir = work.path().join("hostile");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    {
+        use skillhost_test_plugins as art;
+        std::fs::copy(
+            Path::new(art::HOSTILE_DIR).join("skill.yaml"),
+            dir.join("skill.yaml"),
+        )
+        .expect("manifest");
+        std::fs::copy(art::HOSTILE_WASM_PATH, dir.join("hostile.wasm")).expect("component");
+    }
+    let (bytes, _) = skillhost::pack_dir(&dir, Some(&secret)).expect("pack");
+    std::fs::write(&bundle, bytes).expect("write the bundle");
+    let alice_pub = work.path().join("alice.pub");
+    for args in [
+        &[
+            "trust",
+            "add",
+            alice_pub.to_str().unwrap(),
+            "--name",
+            "alice",
+        ][..],
+        &["install", bundle.to_str().unwrap()],
+        &[
+            "call",
+            "text.word_count",
+            "--persona",
+            "support",
+            "--args",
+            r#"{"text": "quick"}"#,
+        ],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let server = start(&data);
+    let port = server.port;
+    let signed = sign_in(port, &admin_token(&data));
+
+    let skills = page(port, &signed, "/skills");
+    assert_eq!(skills.status, 200, "{}", skills.body);
+    let card = skills
+        .body
+        .split("id=\"skill-hostile\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</li>\n").next())
+        .unwrap_or_else(|| panic!("no hostile card: {}", skills.body));
+    let signer = card
+        .split("<dt>Signer</dt><dd>")
+        .nth(1)
+        .and_then(|s| s.split("</dd>").next())
+        .unwrap_or_else(|| panic!("no signer: {card}"));
+    assert!(
+        signer.starts_with("alice") && signer.contains(&public.key_id()),
+        "the trusted key's name, then its id: {signer}"
+    );
+
+    // Nothing waits: the badge is there for the live updates, hidden.
+    let badge = skills
+        .body
+        .split("id=\"pending-badge\"")
+        .next()
+        .and_then(|before| before.rsplit('<').next())
+        .unwrap_or_default();
+    let tag = skills
+        .body
+        .split("id=\"pending-badge\"")
+        .nth(1)
+        .and_then(|after| after.split('>').next())
+        .unwrap_or_default();
+    assert!(
+        badge.starts_with("span") && tag.contains(" hidden"),
+        "a badge reading 0 shows: <{badge}id=\"pending-badge\"{tag}>"
+    );
+
+    // A call that took less than a millisecond does not read "0 ms".
+    let runs = page(port, &signed, "/runs");
+    assert_eq!(runs.status, 200, "{}", runs.body);
+    assert!(runs.body.contains("text.word_count"), "{}", runs.body);
+    for zero in [">0 ms<", "<td>0</td>"] {
+        assert!(!runs.body.contains(zero), "{zero} in {}", runs.body);
     }
     drop(server);
 }

@@ -7,17 +7,21 @@ use std::path::Path;
 
 use serde_json::json;
 
-use skillhost::{CallRequest, Caller, HostBuilder};
+use skillhost::{CallRequest, Caller, HostBuilder, Sandbox};
 use skillhost::{Outcome, RunFilter};
 
 /// The mutating server-everything tool the demo asks approval for (not
 /// annotated read-only, no arguments).
 const MUTATING_TOOL: &str = "everything.toggle-simulated-logging";
 
-/// Runs the step on `data` (a data dir with server-everything enabled).
-/// Returns a one-line summary.
-pub(super) async fn run(data: &Path) -> anyhow::Result<String> {
-    let host = HostBuilder::new(data).build().await?;
+/// Runs the step on `data` (a data dir with server-everything enabled,
+/// when the step before could run it), with the demo's sandbox. Returns a
+/// one-line summary.
+pub(super) async fn run(sandbox: &Sandbox, data: &Path) -> anyhow::Result<String> {
+    let host = HostBuilder::new(data)
+        .sandbox(sandbox.clone())
+        .build()
+        .await?;
     let result = steps(&host).await;
     host.shutdown().await;
     result
@@ -47,11 +51,14 @@ async fn steps(host: &skillhost::Host) -> anyhow::Result<String> {
     }
 
     host.grant_skill("support", "text-tools", true)?;
-    if host.mcp_server("everything").is_ok() {
+    let granted = if host.mcp_server("everything").is_ok() {
         host.grant_mcp("*", "everything", true)?;
-    }
+        "skill text-tools and server everything (globally)"
+    } else {
+        "skill text-tools"
+    };
     let seen = host.tool_specs(Some("support"))?.len();
-    println!("  granted skill text-tools and server everything (globally): sees {seen} tools");
+    println!("  granted {granted}: sees {seen} tools");
     let ok = host
         .call(&support, "text.word_count", args, &CallRequest::default())
         .await;
@@ -66,11 +73,17 @@ async fn steps(host: &skillhost::Host) -> anyhow::Result<String> {
         .iter()
         .any(|t| t.name == MUTATING_TOOL);
     if !mcp {
-        println!("  (no server-everything: the approval part needs it)");
-        return Ok(format!(
-            "denied → granted → ok; approval skipped: {} / {}",
-            denied.outcome, ok.outcome
-        ));
+        anyhow::ensure!(
+            denied.outcome == Outcome::Denied && ok.outcome == Outcome::Ok,
+            "unexpected outcomes: {} before the grant, {} after",
+            denied.outcome,
+            ok.outcome
+        );
+        return Ok(
+            "denied → granted → ok (a call waiting for approval needs server-everything's \
+             mutating tool, left out above)"
+                .into(),
+        );
     }
     let pending = host
         .call(&support, MUTATING_TOOL, json!({}), &CallRequest::default())

@@ -13,40 +13,45 @@ use skillhost::LimitsRequest;
 use skillhost::Skill;
 use skillhost::StorePins;
 
-/// How to run server-everything here: the copy the test peers installed
-/// (offline), else `npx -y` when Node.js is on `PATH`.
-fn everything_command() -> Option<(String, Vec<String>)> {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()?
-        .join("target/peers/node");
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let node = peers.join("node_modules/node/bin/node");
-    if script.is_file() && node.is_file() {
-        return Some((
-            node.to_str()?.to_string(),
-            vec![script.to_str()?.to_string(), "stdio".into()],
-        ));
-    }
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("npx").is_file()))
-        .unwrap_or(false);
-    on_path.then(|| {
-        (
-            "npx".to_string(),
-            vec![
-                "-y".into(),
-                "@modelcontextprotocol/server-everything".into(),
-                "stdio".into(),
-            ],
-        )
-    })
+use super::Part;
+use super::checkout::Checkout;
+
+/// How to run server-everything here: the copy `tests/peers/install.sh`
+/// installed in the checkout, with its Node.js 22 (pinned, offline). Not
+/// `npx`: it would fetch whatever version is newest, over the network.
+fn everything_command(checkout: Option<&Checkout>) -> Option<(String, Vec<String>)> {
+    let checkout = checkout?;
+    let script =
+        checkout.peer("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")?;
+    let node = checkout.peer("node/node_modules/node/bin/node")?;
+    Some((
+        node.to_str()?.to_string(),
+        vec![script.to_str()?.to_string(), "stdio".into()],
+    ))
 }
 
-/// Runs the step in `scratch` (its own data dir). Returns a one-line
-/// summary, or why it was skipped.
-pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::Result<String> {
-    let Some((command, args)) = everything_command() else {
-        return Ok("skipped: needs Node.js (npx) or tests/peers/install.sh".into());
+/// Runs the step in `scratch` (its own data dir), or leaves it out when
+/// server-everything is not installed here.
+pub(super) async fn run(
+    scratch: &Path,
+    text_tools: Option<&Skill>,
+    checkout: Option<&Checkout>,
+) -> anyhow::Result<Part> {
+    let Some((command, args)) = everything_command(checkout) else {
+        return Ok(Part::LeftOut(
+            match checkout {
+                Some(_) => {
+                    "server-everything is not installed: `tests/peers/install.sh` \
+                            installs it (and Node.js 22) into target/peers, where the demo \
+                            finds it"
+                }
+                None => {
+                    "server-everything is not installed: `tests/peers/install.sh` of a \
+                         skillhost checkout installs it; run the demo from that checkout"
+                }
+            }
+            .into(),
+        ));
     };
     let data: PathBuf = scratch.join("data");
     std::fs::create_dir_all(&data)?;
@@ -160,5 +165,5 @@ pub(super) async fn run(scratch: &Path, text_tools: Option<&Skill>) -> anyhow::R
         println!("  stopped: {} process(es) of its group left", left.len());
     }
     echoed?;
-    Ok(summary)
+    Ok(Part::Ran(summary))
 }

@@ -1,12 +1,17 @@
-//! `skillhost demo`: the whole sandbox path in one run.
+//! `skillhost demo`: the whole sandbox path in one run, in a scratch
+//! folder of its own. Each part runs where this machine can run it; a part
+//! that needs what is not installed here (cargo, the test peers,
+//! componentize-py or componentize-js) is left out with one line saying
+//! what adds it, and the demo passes when everything it ran passed.
 
+mod checkout;
 mod host;
 mod mcp;
 mod polyglot;
 mod reach;
 mod serve;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -70,42 +75,109 @@ fn hostile_calls() -> Vec<(&'static str, LimitsRequest, &'static str)> {
     ]
 }
 
-/// The source folder of the example plugins, when running from a checkout.
-fn plugins_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()?
-        .join("plugins");
-    dir.join("Cargo.toml").exists().then_some(dir)
+/// How a part of the demo went, when it did not fail.
+pub(super) enum Part {
+    /// It ran: one line saying what it showed.
+    Ran(String),
+    /// This machine cannot run it: why, and what would add it.
+    LeftOut(String),
 }
 
-/// Builds the example plugins from source with `skillhost build`, or falls
-/// back to the built-in copies.
-async fn example_skills(sandbox: &Sandbox) -> anyhow::Result<Vec<Skill>> {
-    let mut skills = Vec::new();
-    match plugins_dir() {
-        Some(dir) => {
-            for name in ["text-tools", "json-tools"] {
-                let folder = dir.join(name);
-                println!("  building plugins/{name} for wasm32-wasip2 …");
-                let f = folder.clone();
-                match tokio::task::spawn_blocking(move || skillhost::build_skill(&f)).await? {
-                    Ok(wasm) => {
-                        println!("    → {}", wasm.display());
-                        skills.push(Skill::load_dir(sandbox, &folder)?);
-                    }
-                    Err(e) => {
-                        println!("    build failed ({e}); using the built-in copy");
-                        if let Some(b) = builtin_skills().iter().find(|b| b.name == name) {
-                            skills.push(b.load(sandbox)?);
-                        }
-                    }
-                }
+/// What the demo counts as it goes.
+#[derive(Default)]
+struct Tally {
+    ok: usize,
+    stopped: usize,
+    failures: Vec<String>,
+    left_out: Vec<String>,
+}
+
+impl Tally {
+    /// Prints and counts how the part `name` went.
+    fn part(&mut self, name: &str, went: anyhow::Result<Part>) {
+        match went {
+            Ok(Part::Ran(summary)) => {
+                self.ok += 1;
+                println!("  → {summary}");
             }
+            Ok(Part::LeftOut(why)) => self.leave_out(name, &why),
+            Err(e) => self.failures.push(format!("{name}: {e:#}")),
+        }
+    }
+
+    /// Prints and counts a part this machine cannot run.
+    fn leave_out(&mut self, name: &str, why: &str) {
+        println!("  left out: {name}: {why}");
+        self.left_out.push(name.to_string());
+    }
+}
+
+/// Whether cargo runs here (`CARGO`, else `cargo` on `PATH`).
+fn cargo_runs() -> bool {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    std::process::Command::new(cargo)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Why cargo cannot build here, and what adds it.
+const NO_CARGO: &str = "cargo is not installed: install Rust with rustup, then run \
+                        `rustup target add wasm32-wasip2`";
+
+/// Builds the example plugins from the checkout's sources with `skillhost
+/// build`, or falls back to the built-in copies.
+async fn example_skills(
+    sandbox: &Sandbox,
+    checkout: Option<&checkout::Checkout>,
+    tally: &mut Tally,
+) -> anyhow::Result<Vec<Skill>> {
+    const PART: &str = "building the examples from source";
+    let builtin = |name: &str| -> anyhow::Result<Option<Skill>> {
+        builtin_skills()
+            .iter()
+            .find(|b| b.name == name)
+            .map(|b| b.load(sandbox))
+            .transpose()
+            .map_err(Into::into)
+    };
+    let mut skills = Vec::new();
+    let dir = match checkout {
+        Some(c) if cargo_runs() => Some(c.plugins()),
+        Some(_) => {
+            tally.leave_out(PART, NO_CARGO);
+            None
         }
         None => {
-            println!("  no plugin sources next to this binary; using the built-in skills");
-            for b in builtin_skills() {
-                skills.push(b.load(sandbox)?);
+            tally.leave_out(
+                PART,
+                "this binary is not in a skillhost checkout, whose plugins/ hold the sources",
+            );
+            None
+        }
+    };
+    let Some(dir) = dir else {
+        println!("  using the built-in text-tools and json-tools");
+        skills.extend(builtin("text-tools")?);
+        skills.extend(builtin("json-tools")?);
+        return Ok(skills);
+    };
+    for name in ["text-tools", "json-tools"] {
+        let folder = dir.join(name);
+        println!("  building plugins/{name} for wasm32-wasip2 …");
+        let f = folder.clone();
+        match tokio::task::spawn_blocking(move || skillhost::build_skill(&f)).await? {
+            Ok(wasm) => {
+                println!("    → {}", wasm.display());
+                skills.push(Skill::load_dir(sandbox, &folder)?);
+            }
+            Err(e) => {
+                tally.leave_out(&format!("building plugins/{name}"), &e.to_string());
+                println!("  using the built-in {name}");
+                skills.extend(builtin(name)?);
             }
         }
     }
@@ -129,12 +201,23 @@ fn compact(v: &Value, max: usize) -> String {
 
 pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
+    // Everything the demo makes goes here, and is gone when it ends; only
+    // compiled code stays, in the data dir's cache, for the next run.
+    let scratch = tempfile::Builder::new()
+        .prefix("skillhost-demo-")
+        .tempdir()?;
+    let scratch = scratch.path();
     let sandbox = crate::cli::open_sandbox(data_dir)?;
-    let (mut ok, mut stopped, mut failures) = (0, 0, Vec::new());
+    let checkout = checkout::Checkout::find();
+    let mut tally = Tally::default();
 
-    println!("skillhost demo — data dir {}\n", data_dir.display());
+    println!(
+        "skillhost demo — working in {} (removed at the end); compiled code cached in {}\n",
+        scratch.display(),
+        skillhost::compile_cache_dir(data_dir).display()
+    );
     println!("1. Example skills, built from source");
-    let skills = example_skills(&sandbox).await?;
+    let skills = example_skills(&sandbox, checkout.as_ref(), &mut tally).await?;
     for skill in &skills {
         skill.verify_implemented().await?;
         let c = skill
@@ -160,7 +243,7 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
         };
         match skill.call(tool, &args, &LimitsRequest::default()).await {
             Ok(out) => {
-                ok += 1;
+                tally.ok += 1;
                 println!(
                     "  {tool} {} → {} ({} µs, {} fuel)",
                     compact(&args, 60),
@@ -169,13 +252,13 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
                     out.fuel_consumed
                 );
             }
-            Err(e) => failures.push(e.to_string()),
+            Err(e) => tally.failures.push(e.to_string()),
         }
     }
-    if let Some(text) = skills
+    let text_tools = skills
         .iter()
-        .find(|s| s.manifest().tool("text.word_count").is_some())
-    {
+        .find(|s| s.manifest().tool("text.word_count").is_some());
+    if let Some(text) = text_tools {
         let bad = text
             .call(
                 "text.word_count",
@@ -195,7 +278,7 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
                 let t = Instant::now();
                 match hostile.call(tool, &json!({}), &limits).await {
                     Err(e) => {
-                        stopped += 1;
+                        tally.stopped += 1;
                         let reason = e
                             .trap_reason()
                             .map(|r| r.to_string())
@@ -210,10 +293,7 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
                     }
                 }
             }
-            if let Some(text) = skills
-                .iter()
-                .find(|s| s.manifest().tool("text.word_count").is_some())
-            {
+            if let Some(text) = text_tools {
                 let after = text
                     .call(
                         "text.word_count",
@@ -229,7 +309,7 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
                 );
             }
         }
-        Err(e) => println!("  skipped: {e}"),
+        Err(e) => tally.failures.push(format!("the hostile plugin: {e}")),
     }
 
     println!(
@@ -262,121 +342,101 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
                     && out.output.get("root") == Some(&json!([]))
                     || out.output.get("connected") == Some(&json!(false));
                 if contained {
-                    stopped += 1;
+                    tally.stopped += 1;
                     println!("  {tool} → {}", out.output);
                 } else {
-                    failures.push(format!(
+                    tally.failures.push(format!(
                         "{tool} reached outside the sandbox: {}",
                         out.output
                     ));
                 }
             }
-            Err(e) => failures.push(format!("{tool}: {e}")),
+            Err(e) => tally.failures.push(format!("{tool}: {e}")),
         }
     }
 
     println!(
         "\n5. A plugin author's whole path: new, build, check, keygen, pack, verify, trust add, install, call"
     );
-    if plugins_dir().is_some() {
-        match author_path(&sandbox).await {
-            Ok(result) => {
-                ok += 1;
-                println!("  → {result}");
-            }
-            Err(e) => failures.push(format!("author path: {e:#}")),
-        }
+    let went = if cargo_runs() {
+        author_path(&sandbox, &scratch.join("author")).await
     } else {
-        println!("  skipped: needs the guest SDK sources next to this binary");
-    }
+        Ok(Part::LeftOut(NO_CARGO.into()))
+    };
+    tally.part("the author's path", went);
 
     println!(
         "\n6. An MCP server (server-everything) imported, tested, enabled, discovered and called next to a WASM skill"
     );
-    let scratch = std::env::temp_dir().join(format!("skillhost-demo-mcp-{}", std::process::id()));
-    let text_tools = skills
-        .iter()
-        .find(|s| s.manifest().tool("text.word_count").is_some());
-    match mcp::run(&scratch, text_tools).await {
-        Ok(result) => {
-            ok += 1;
-            println!("  → {result}");
-        }
-        Err(e) => failures.push(format!("MCP: {e:#}")),
-    }
+    let authority = scratch.join("authority");
+    let went = mcp::run(&authority, text_tools, checkout.as_ref()).await;
+    tally.part("the MCP server", went);
 
     println!(
         "\n7. One authority: a persona that sees nothing, why, grants, a call that waits for approval, the audit trail"
     );
-    match host::run(&scratch.join("data")).await {
-        Ok(result) => {
-            ok += 1;
-            println!("  → {result}");
-        }
-        Err(e) => failures.push(format!("personas and grants: {e:#}")),
-    }
+    let went = host::run(&sandbox, &authority.join("data")).await;
+    tally.part("personas and grants", went.map(Part::Ran));
 
     println!("\n8. Serving MCP: the host over streamable HTTP, a persona's token, an MCP client");
-    match serve::run(&scratch.join("data"), &scratch.join("client")).await {
-        Ok(result) => {
-            ok += 1;
-            println!("  → {result}");
-        }
-        Err(e) => failures.push(format!("serving MCP: {e:#}")),
-    }
+    let went = serve::run(&sandbox, &authority.join("data"), &authority.join("client")).await;
+    tally.part("serving MCP", went.map(Part::Ran));
 
     println!(
         "\n9. A skill that reaches the world: approved origins, a secret the code never sees, read-only assets"
     );
-    match reach::run(&scratch.join("reach")).await {
-        Ok(result) => {
-            ok += 1;
-            println!("  → {result}");
-        }
-        Err(e) => failures.push(format!("reach: {e:#}")),
-    }
+    let went = reach::run(&sandbox, &scratch.join("reach")).await;
+    tally.part("reach", went.map(Part::Ran));
 
     println!(
         "\n10. Skills in Python and JavaScript: built by componentize-py and componentize-js, checked, signed, installed, called"
     );
-    match plugins_dir() {
-        Some(plugins) => match polyglot::run(&sandbox, &plugins, &scratch.join("polyglot")).await {
-            Ok(result) => {
-                ok += 1;
-                println!("  → {result}");
-            }
-            Err(e) => failures.push(format!("polyglot: {e:#}")),
-        },
-        None => println!("  skipped: needs the example sources next to this binary"),
+    let polyglot = scratch.join("polyglot");
+    for example in &polyglot::EXAMPLES {
+        let went = polyglot::run(&sandbox, example, checkout.as_ref(), &polyglot).await;
+        tally.part(example.part, went);
     }
-    let _ = std::fs::remove_dir_all(&scratch);
 
     println!(
-        "\nSummary: {ok} tool calls succeeded, {stopped} hostile calls stopped, {} failures; {:.1} s",
-        failures.len(),
+        "\nSummary: {} tool calls succeeded, {} hostile calls stopped, {} failures; {:.1} s",
+        tally.ok,
+        tally.stopped,
+        tally.failures.len(),
         started.elapsed().as_secs_f64()
     );
-    if failures.is_empty() {
+    if !tally.left_out.is_empty() {
+        println!(
+            "Left out, as this machine cannot run them (each says above what adds it): {}",
+            tally.left_out.join("; ")
+        );
+    }
+    if tally.failures.is_empty() {
         Ok(())
     } else {
-        anyhow::bail!("the demo had failures: {}", failures.join("; "))
+        anyhow::bail!("the demo had failures: {}", tally.failures.join("; "))
     }
 }
 
-/// Runs the author's path in a scratch folder with its own data dir, using
-/// the same functions the CLI commands call.
-async fn author_path(sandbox: &Sandbox) -> anyhow::Result<String> {
-    let scratch = std::env::temp_dir().join(format!("skillhost-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
-    let result = async {
-        let dir = crate::cli::author::new_skill(
-            "demo-greeter",
-            &scratch,
-            crate::cli::author::Lang::Rust,
-        )?;
+/// Runs the author's path in `scratch` with its own data dir, using the
+/// same functions the CLI commands call.
+async fn author_path(sandbox: &Sandbox, scratch: &Path) -> anyhow::Result<Part> {
+    std::fs::create_dir_all(scratch)?;
+    {
+        let dir =
+            crate::cli::author::new_skill("demo-greeter", scratch, crate::cli::author::Lang::Rust)?;
         println!("  new      {}", dir.display());
         let d = dir.clone();
-        let wasm = tokio::task::spawn_blocking(move || skillhost::build_skill(&d)).await??;
+        let wasm = match tokio::task::spawn_blocking(move || skillhost::build_skill(&d)).await? {
+            Ok(wasm) => wasm,
+            Err(skillhost::BuildError::MissingToolchain {
+                toolchain, install, ..
+            }) => {
+                return Ok(Part::LeftOut(format!(
+                    "{toolchain} is not installed: {install}"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
         println!("  build    {}", wasm.display());
         let (problems, summary) = crate::cli::author::check(sandbox, &dir).await;
         anyhow::ensure!(problems.is_empty(), "check: {}", problems.join("; "));
@@ -427,16 +487,13 @@ async fn author_path(sandbox: &Sandbox) -> anyhow::Result<String> {
                 run.outcome,
                 run.error.unwrap_or_default()
             );
-            Ok(format!(
+            Ok(Part::Ran(format!(
                 "demo_greeter.greet {{\"name\":\"operator\"}} → {}",
                 run.output.map(|o| o.data()).unwrap_or_default()
-            ))
+            )))
         }
         .await;
         host.shutdown().await;
         result
     }
-    .await;
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
 }

@@ -16,7 +16,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
-use skillhost::{CallRequest, Caller, Decider, HostBuilder, InstallOptions};
+use skillhost::{CallRequest, Caller, Decider, HostBuilder, InstallOptions, Sandbox};
 
 use super::embedded;
 
@@ -59,8 +59,9 @@ async fn current(
     ))
 }
 
-/// Runs the step in `scratch`; returns a one-line summary.
-pub(super) async fn run(scratch: &Path) -> anyhow::Result<String> {
+/// Runs the step in `scratch` with the demo's sandbox; returns a one-line
+/// summary.
+pub(super) async fn run(sandbox: &Sandbox, scratch: &Path) -> anyhow::Result<String> {
     let api = Arc::new(Api::default());
     let app = axum::Router::new()
         .route("/v1/current", axum::routing::get(current))
@@ -70,12 +71,17 @@ pub(super) async fn run(scratch: &Path) -> anyhow::Result<String> {
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    let result = steps(scratch, &origin, &api).await;
+    let result = steps(sandbox, scratch, &origin, &api).await;
     server.abort();
     result
 }
 
-async fn steps(scratch: &Path, origin: &str, api: &Api) -> anyhow::Result<String> {
+async fn steps(
+    sandbox: &Sandbox,
+    scratch: &Path,
+    origin: &str,
+    api: &Api,
+) -> anyhow::Result<String> {
     // The example skill, pointed at the local API, packed as a bundle.
     let dir = scratch.join("weather");
     std::fs::create_dir_all(dir.join("assets"))?;
@@ -87,7 +93,10 @@ async fn steps(scratch: &Path, origin: &str, api: &Api) -> anyhow::Result<String
     std::fs::write(dir.join("assets/cities.json"), CITIES)?;
     let (bundle, _) = skillhost::pack_dir(&dir, None)?;
 
-    let host = HostBuilder::new(scratch.join("data")).build().await?;
+    let host = HostBuilder::new(scratch.join("data"))
+        .sandbox(sandbox.clone())
+        .build()
+        .await?;
     let result = async {
         host.install_bundle(
             &bundle,

@@ -12,14 +12,23 @@ use skillhost_mcp::{ManagerOptions, McpConfig, McpManager, Secret, ServerConfig,
 
 use skillhost::HostBuilder;
 use skillhost::HttpServerBuilder;
+use skillhost::Sandbox;
 
 /// The name the demo's client gives the served host.
 const SERVED: &str = "served";
 
-/// Runs the step on `data`, with the client's own files under `client_dir`.
+/// Runs the step on `data` with the demo's sandbox, the client's own
+/// files under `client_dir`.
 /// Returns a one-line summary.
-pub(super) async fn run(data: &Path, client_dir: &Path) -> anyhow::Result<String> {
-    let host = HostBuilder::new(data).build().await?;
+pub(super) async fn run(
+    sandbox: &Sandbox,
+    data: &Path,
+    client_dir: &Path,
+) -> anyhow::Result<String> {
+    let host = HostBuilder::new(data)
+        .sandbox(sandbox.clone())
+        .build()
+        .await?;
     let server = match HttpServerBuilder::new(host.clone(), "127.0.0.1:0".parse()?)
         .bind()
         .await

@@ -29,9 +29,10 @@ pub(super) async fn list(State(st): State<AppState>, headers: HeaderMap) -> Resp
     let found = blocking(move || {
         let skills = host.skills().map_err(|e| e.to_string())?;
         let installed = host.installed_skills().map_err(|e| e.to_string())?;
+        let keys = host.trusted_keys().map_err(|e| e.to_string())?;
         Ok(skills
             .iter()
-            .map(|s| SkillCard::of(s, &installed))
+            .map(|s| SkillCard::of(s, &installed, &keys))
             .collect::<Vec<_>>())
     })
     .await;
@@ -206,11 +207,14 @@ pub(super) async fn verify(
     let host = st.host().clone();
     let verified = tokio::task::spawn_blocking(move || {
         let opened = host.verify_upload(&upload);
-        (opened, upload)
+        // Only to name the signer: a key list that cannot be read names it
+        // by its id.
+        let keys = host.trusted_keys().unwrap_or_default();
+        (opened, upload, keys)
     })
     .await;
     drop(reading);
-    let (opened, upload) = match verified {
+    let (opened, upload, keys) = match verified {
         Ok(x) => x,
         Err(e) => {
             return problem(
@@ -223,7 +227,7 @@ pub(super) async fn verify(
     };
     match opened {
         Ok(b) => {
-            let view = views::Verified::of(&b, Some(nav));
+            let view = views::Verified::of(&b, &keys, Some(nav));
             st.console().uploads.keep(&session, &b.digest, upload);
             page(&view)
         }

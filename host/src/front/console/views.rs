@@ -268,9 +268,10 @@ pub(crate) struct Bar {
 pub(crate) struct ToolBar {
     pub tool: String,
     pub calls: u64,
-    pub p50: i64,
-    pub p95: i64,
-    pub p99: i64,
+    /// p50, p95 and p99 in ms, as [`under_ms`] writes them.
+    pub p50: String,
+    pub p95: String,
+    pub p99: String,
     /// p50 and p95 as widths out of 100 (of the slowest p95 shown).
     pub w50: f64,
     pub w95: f64,
@@ -323,9 +324,9 @@ impl ActivityChart {
                 .map(|t| ToolBar {
                     tool: t.tool.clone(),
                     calls: t.calls,
-                    p50: t.p50_ms,
-                    p95: t.p95_ms,
-                    p99: t.p99_ms,
+                    p50: under_ms(t.p50_ms),
+                    p95: under_ms(t.p95_ms),
+                    p99: under_ms(t.p99_ms),
                     w50: t.p50_ms as f64 / slowest * 100.0,
                     w95: t.p95_ms as f64 / slowest * 100.0,
                 })
@@ -371,7 +372,7 @@ impl RunRow {
             persona: persona_of(r.persona.as_deref()),
             tool: r.tool.clone(),
             outcome: r.outcome.as_str(),
-            duration: r.duration_ms.map(|d| format!("{d} ms")).unwrap_or_default(),
+            duration: r.duration_ms.map(millis).unwrap_or_default(),
         }
     }
 }
@@ -497,8 +498,13 @@ pub(crate) struct SkillCard {
 }
 
 impl SkillCard {
-    /// The card of `s`; `installed` every installed version.
-    pub fn of(s: &crate::SkillStatus, installed: &[crate::InstalledRecord]) -> SkillCard {
+    /// The card of `s`; `installed` every installed version, `keys` the
+    /// trusted publisher keys (a signer is shown by its key's name).
+    pub fn of(
+        s: &crate::SkillStatus,
+        installed: &[crate::InstalledRecord],
+        keys: &[crate::TrustedKey],
+    ) -> SkillCard {
         use crate::SkillState;
         let (state, state_detail) = match &s.state {
             SkillState::Ready => ("ready", vec![]),
@@ -532,7 +538,11 @@ impl SkillCard {
             version: s.version.clone(),
             source: s.source.as_str(),
             digest: s.digest.clone(),
-            signer: s.signer.clone().unwrap_or_else(|| "unsigned".into()),
+            signer: s
+                .signer
+                .as_deref()
+                .map(|id| key_named(id, keys))
+                .unwrap_or_else(|| "unsigned".into()),
             trusted: s.trusted,
             enabled: s.enabled,
             state,
@@ -550,6 +560,17 @@ impl SkillCard {
             }),
             versions: versions.iter().map(|r| r.version.to_string()).collect(),
         }
+    }
+}
+
+/// A signer's key as an operator knows it: the name it was trusted under
+/// and its id (`alice, key 96cd78b7712e9acf`), or its id alone.
+fn key_named(key_id: &str, keys: &[crate::TrustedKey]) -> String {
+    match keys.iter().find(|k| k.key_id == key_id) {
+        Some(k) if !k.label.is_empty() && k.label != key_id => {
+            format!("{}, key {key_id}", k.label)
+        }
+        _ => format!("key {key_id}"),
     }
 }
 
@@ -600,15 +621,18 @@ pub(crate) struct Verified {
 }
 
 impl Verified {
-    /// The view of an opened bundle.
-    pub fn of(b: &crate::OpenedBundle, nav: Option<Nav>) -> Verified {
+    /// The view of an opened bundle; `keys` the trusted publisher keys.
+    pub fn of(b: &crate::OpenedBundle, keys: &[crate::TrustedKey], nav: Option<Nav>) -> Verified {
         let (signer, trusted) = match &b.signer {
             crate::Signer::Unsigned => ("unsigned".to_string(), false),
             crate::Signer::Unknown { key_id } => (
                 format!("signed by key {key_id}, which this host does not trust"),
                 false,
             ),
-            crate::Signer::Trusted { key_id } => (format!("signed by trusted key {key_id}"), true),
+            crate::Signer::Trusted { key_id } => (
+                format!("signed by trusted {}", key_named(key_id, keys)),
+                true,
+            ),
         };
         let manifest = b
             .files
@@ -822,7 +846,7 @@ impl RunView {
         }));
         if !matches!(r.outcome, Outcome::WaitingApproval | Outcome::Running) {
             let what = match r.duration_ms {
-                Some(ms) => format!("ended {} after {ms} ms", r.outcome),
+                Some(ms) => format!("ended {} after {}", r.outcome, millis(ms)),
                 None => format!("ended {}", r.outcome),
             };
             timeline.push(Moment {
@@ -838,7 +862,7 @@ impl RunView {
             outcome: r.outcome.as_str().to_string(),
             approval: r.approval.map(|a| a.as_str().to_string()),
             decided_by: r.decided_by.clone(),
-            duration: r.duration_ms.map(|d| format!("{d} ms")),
+            duration: r.duration_ms.map(millis),
             parent: r.parent_run_id.clone(),
             error: r.error.as_deref().map(|e| reveal_invisible(e).into_owned()),
             output: output.map(|o| pieces(&reveal_invisible(&o))),
@@ -942,6 +966,18 @@ fn iso(ms: i64) -> String {
         .unwrap_or_else(|| format!("{ms} ms after 1970"))
 }
 
+/// A recorded duration in whole ms as a number of ms: a run records its
+/// duration in whole milliseconds, so a 0 is a call that took less than
+/// one (`< 1`), not one that took no time.
+fn under_ms(ms: i64) -> String {
+    if ms < 1 { "< 1".into() } else { ms.to_string() }
+}
+
+/// A recorded duration in whole ms, with its unit (`< 1 ms`, `12 ms`).
+fn millis(ms: i64) -> String {
+    format!("{} ms", under_ms(ms))
+}
+
 /// A duration in ms, as a person says it (`12 s`, `3 min`, `2 h 5 min`).
 fn span(ms: i64) -> String {
     let s = ms.max(0) / 1000;
@@ -961,6 +997,30 @@ mod tests {
         assert_eq!(iso(0), "1970-01-01T00:00:00Z");
         assert_eq!(iso(1_772_582_400_000), "2026-03-04T00:00:00Z");
         assert_eq!(iso(951_782_400_000 + 3_723_000), "2000-02-29T01:02:03Z");
+    }
+
+    #[test]
+    fn a_call_under_a_millisecond_does_not_read_zero() {
+        assert_eq!(millis(0), "< 1 ms");
+        assert_eq!(millis(1), "1 ms");
+        assert_eq!(millis(2_500), "2500 ms");
+        let activity = crate::Activity {
+            per_minute: vec![],
+            tools: vec![crate::ToolLatency {
+                tool: "text.word_count".into(),
+                calls: 3,
+                p50_ms: 0,
+                p95_ms: 0,
+                p99_ms: 4,
+            }],
+            truncated: false,
+        };
+        let chart = ActivityChart::of(&activity);
+        let t = &chart.tools[0];
+        assert_eq!(
+            (t.p50.as_str(), t.p95.as_str(), t.p99.as_str()),
+            ("< 1", "< 1", "4")
+        );
     }
 
     #[test]

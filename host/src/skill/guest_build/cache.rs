@@ -72,11 +72,12 @@ impl BuildCache {
     }
 
     /// The component cached under `key`, if there is one built from
-    /// `sources` (its record says so).
+    /// `sources` (its record says so, and records the key: one from before
+    /// records had keys is built again).
     pub fn get(&self, key: &str, sources: &SourceDigest) -> Option<Vec<u8>> {
         let bytes = std::fs::read(self.path(key)).ok()?;
         BuildRecord::read(&bytes)
-            .filter(|r| r.sources == sources.all)
+            .filter(|r| r.sources == sources.all && r.key.as_deref() == Some(key))
             .map(|_| bytes)
     }
 

@@ -26,11 +26,15 @@ use std::process::{Command, Stdio};
 use crate::skill::manifest::{ManifestError, SkillManifest};
 
 mod cache;
+mod diagnose;
 mod record;
+mod vendor;
 
 pub use cache::BUILD_CACHE_ENV;
 use cache::BuildCache;
+pub use diagnose::SourceProblem;
 pub use record::{BUILD_RECORD_SECTION, BuildRecord, Freshness, SourceDigest, freshness};
+pub use vendor::PYTHON_VENDOR_DIR;
 
 /// The componentize-py version skills are built and tested with.
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
@@ -50,6 +54,27 @@ pub enum BuildError {
     /// The manifest is malformed or invalid.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// A toolchain the guest's language needs is not installed here (or
+    /// not where it was named).
+    #[error("build of {dir}: {toolchain} is not installed: {install}")]
+    MissingToolchain {
+        /// The skill folder.
+        dir: PathBuf,
+        /// What is missing (`componentize-py`, `cargo`, …).
+        toolchain: &'static str,
+        /// What installs it, as a sentence naming the command.
+        install: String,
+    },
+    /// The toolchain found something wrong in the skill's sources (a
+    /// syntax error, a failed import, an exception while the component
+    /// was made): where, and what.
+    #[error("build of {dir}: {problem}")]
+    InSource {
+        /// The skill folder.
+        dir: PathBuf,
+        /// The place in its sources, and what is wrong there.
+        problem: SourceProblem,
+    },
     /// Something about the folder or the build is wrong; the message says what.
     #[error("build of {dir}: {message}")]
     Failed {
@@ -118,6 +143,9 @@ pub struct Toolchains {
     pub componentize_py: Option<PathBuf>,
     /// componentize-js, for JavaScript skills.
     pub componentize_js: Option<PathBuf>,
+    /// The Node.js that runs componentize-js (a Node.js script), when
+    /// `node` on `PATH` should not.
+    pub node: Option<PathBuf>,
 }
 
 /// [`build_skill`] with toolchains named explicitly (each taking
@@ -128,6 +156,52 @@ pub struct Toolchains {
 /// skillhost::build_skill_with(std::path::Path::new("plugins/py-stats"), &tools).unwrap();
 /// ```
 pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
+    // Errors name the folder as the caller named it, not the absolute path
+    // the toolchains are handed.
+    build_in(dir, tools, Rebuild::WhenChanged).map_err(|e| e.of(dir))
+}
+
+/// [`build_skill_with`] that runs the toolchain even when the component in
+/// place was built from the same sources (`skillhost build --force`; a
+/// build cache, when one is set, still answers).
+///
+/// ```no_run
+/// skillhost::rebuild_skill(std::path::Path::new("plugins/py-stats"), &Default::default()).unwrap();
+/// ```
+pub fn rebuild_skill(dir: &Path, tools: &Toolchains) -> Result<PathBuf, BuildError> {
+    build_in(dir, tools, Rebuild::Always).map_err(|e| e.of(dir))
+}
+
+/// Whether a build runs when the component in place is the build of the
+/// same sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rebuild {
+    /// Only when something it reads changed.
+    WhenChanged,
+    /// Whatever is in place.
+    Always,
+}
+
+impl BuildError {
+    /// This error, naming `dir` as the skill folder.
+    fn of(self, dir: &Path) -> BuildError {
+        let dir = dir.to_path_buf();
+        match self {
+            BuildError::Manifest(e) => BuildError::Manifest(e),
+            BuildError::MissingToolchain {
+                toolchain, install, ..
+            } => BuildError::MissingToolchain {
+                dir,
+                toolchain,
+                install,
+            },
+            BuildError::InSource { problem, .. } => BuildError::InSource { dir, problem },
+            BuildError::Failed { message, .. } => BuildError::Failed { dir, message },
+        }
+    }
+}
+
+fn build_in(dir: &Path, tools: &Toolchains, rebuild: Rebuild) -> Result<PathBuf, BuildError> {
     let fail = |message: String| BuildError::Failed {
         dir: dir.to_path_buf(),
         message,
@@ -164,6 +238,16 @@ pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, Build
             None
         }
     };
+    // What no build of this folder can take, whatever is in place.
+    if language == GuestLanguage::Python
+        && let Some(native) = vendor::native_extension(dir)
+    {
+        return Err(fail(format!(
+            "{native} is a native extension module, built for a machine: the skill's CPython \
+             runs in WebAssembly and cannot load it; use a pure-Python package instead (a \
+             `py3-none-any` wheel), or remove the file"
+        )));
+    }
     let mut sources = None;
     if language != GuestLanguage::Rust {
         sources = read_sources();
@@ -177,22 +261,39 @@ pub fn build_skill_with(dir: &Path, tools: &Toolchains) -> Result<PathBuf, Build
             Ok(Built {
                 bytes,
                 toolchain: rustc_version(dir),
-                cached: false,
+                from: BuiltFrom::Toolchain,
             })
         }),
-        GuestLanguage::Python | GuestLanguage::JavaScript => {
-            build_with_toolchain(dir, language, &tmp, tools, sources.as_ref(), &fail)
-        }
+        GuestLanguage::Python | GuestLanguage::JavaScript => build_with_toolchain(
+            dir,
+            language,
+            (rebuild == Rebuild::WhenChanged).then_some(dest.as_path()),
+            &tmp,
+            tools,
+            sources.as_ref(),
+            &fail,
+        ),
     };
+    if let Ok(Built {
+        from: BuiltFrom::InPlace,
+        ..
+    }) = built
+    {
+        return Ok(dest);
+    }
     let placed = built.and_then(|built| {
         let bytes = match &sources {
-            // A cached component carries its record already.
-            Some(s) if !built.cached => {
-                let bytes = BuildRecord::new(s, &built.toolchain).append_to(built.bytes);
-                if language != GuestLanguage::Rust
+            // A component from the cache carries its record already.
+            Some(s) if built.from == BuiltFrom::Toolchain => {
+                let mut record = BuildRecord::new(s, &built.toolchain);
+                if language != GuestLanguage::Rust {
+                    record.key = Some(BuildCache::key(language, &built.toolchain, s));
+                }
+                let bytes = record.append_to(built.bytes);
+                if let Some(key) = &record.key
                     && let Some(cache) = BuildCache::from_env()
                 {
-                    cache.put(&BuildCache::key(language, &built.toolchain, s), &bytes);
+                    cache.put(key, &bytes);
                 }
                 bytes
             }
@@ -221,25 +322,61 @@ struct Built {
     bytes: Vec<u8>,
     /// The toolchain's name and version.
     toolchain: String,
-    /// Taken from the build cache (with its record).
-    cached: bool,
+    /// Where it came from.
+    from: BuiltFrom,
 }
 
-/// Builds a Python or JavaScript guest into `tmp` with its toolchain, or
-/// takes the component of the same sources from the build cache.
+/// Where a build's component came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BuiltFrom {
+    /// The toolchain ran (the record is to be added).
+    Toolchain,
+    /// The build cache had it, with its record.
+    Cache,
+    /// The component in place is the build of these sources: nothing to do.
+    InPlace,
+}
+
+/// Builds a Python or JavaScript guest into `tmp` with its toolchain,
+/// unless the component at `dest` (when given) was built from these same sources by
+/// the same toolchain, SDK and WIT (its record's key says so), or the
+/// build cache has it. A toolchain's build of the same sources differs
+/// from the last (componentize-js's snapshot of the JS engine does, by a
+/// few bytes), so building again only when something changed is what
+/// keeps a component, and the compiled code cached for it, as they are.
 fn build_with_toolchain(
     dir: &Path,
     language: GuestLanguage,
+    dest: Option<&Path>,
     tmp: &Path,
     tools: &Toolchains,
     sources: Option<&SourceDigest>,
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<Built, BuildError> {
     let (tool, name) = match language {
-        GuestLanguage::Python => (python_tool(dir, tools, fail)?, "componentize-py"),
-        _ => (js_tool(dir, tools, fail)?, "componentize-js"),
+        GuestLanguage::Python => (python_tool(dir, tools)?, "componentize-py"),
+        _ => (js_tool(dir, tools)?, "componentize-js"),
     };
     let toolchain = tool_version(&tool, name);
+    if let (Some(s), Some(dest)) = (sources, dest) {
+        let key = BuildCache::key(language, &toolchain, s);
+        if let Ok(bytes) = std::fs::read(dest)
+            && BuildRecord::read(&bytes)
+                .is_some_and(|r| r.sources == s.all && r.key.as_deref() == Some(key.as_str()))
+        {
+            tracing::info!(
+                "{}: {} is up to date with its sources ({toolchain}); not built again \
+                 (`skillhost build --force` builds it again)",
+                dir.display(),
+                dest.display()
+            );
+            return Ok(Built {
+                bytes,
+                toolchain,
+                from: BuiltFrom::InPlace,
+            });
+        }
+    }
     let cache = sources.and_then(|s| {
         let cache = BuildCache::from_env()?;
         Some((BuildCache::key(language, &toolchain, s), cache, s))
@@ -254,7 +391,7 @@ fn build_with_toolchain(
         return Ok(Built {
             bytes,
             toolchain,
-            cached: true,
+            from: BuiltFrom::Cache,
         });
     }
     match language {
@@ -266,14 +403,36 @@ fn build_with_toolchain(
     Ok(Built {
         bytes,
         toolchain,
-        cached: false,
+        from: BuiltFrom::Toolchain,
     })
+}
+
+/// A toolchain program, and the Node.js that runs it when it is a Node.js
+/// script run by a `node` not on `PATH`.
+struct Tool {
+    program: PathBuf,
+    node: Option<PathBuf>,
+}
+
+impl Tool {
+    /// The command that runs the program.
+    fn command(&self) -> Command {
+        match &self.node {
+            Some(node) => {
+                let mut cmd = Command::new(node);
+                cmd.arg(&self.program);
+                cmd
+            }
+            None => Command::new(&self.program),
+        }
+    }
 }
 
 /// `NAME VERSION` of a toolchain program, from its `--version` (just the
 /// name when it does not say).
-fn tool_version(tool: &Path, name: &str) -> String {
-    let version = Command::new(tool)
+fn tool_version(tool: &Tool, name: &str) -> String {
+    let version = tool
+        .command()
         .arg("--version")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -328,11 +487,13 @@ fn wasip2_installed(dir: &Path) -> Option<bool> {
 
 fn build_rust(dir: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<PathBuf, BuildError> {
     if wasip2_installed(dir) == Some(false) {
-        return Err(fail(
-            "the Rust target `wasm32-wasip2` is not installed for this toolchain: run \
-             `rustup target add wasm32-wasip2` (in the skill folder, so its toolchain gets it)"
+        return Err(BuildError::MissingToolchain {
+            dir: dir.to_path_buf(),
+            toolchain: "the Rust target `wasm32-wasip2`",
+            install: "run `rustup target add wasm32-wasip2` (in the skill folder, so its \
+                      toolchain gets it)"
                 .into(),
-        ));
+        });
     }
     let cargo_toml = dir.join("Cargo.toml");
     let cargo_toml = cargo_toml
@@ -353,7 +514,15 @@ fn build_rust(dir: &Path, fail: &dyn Fn(String) -> BuildError) -> Result<PathBuf
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| fail(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => BuildError::MissingToolchain {
+                dir: dir.to_path_buf(),
+                toolchain: "cargo",
+                install: "install Rust with rustup, then run `rustup target add wasm32-wasip2`"
+                    .into(),
+            },
+            _ => fail(format!("cannot run cargo: {e}")),
+        })?;
     let mut artifact: Option<PathBuf> = None;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -407,30 +576,38 @@ fn find_tool(explicit: Option<&PathBuf>, env: &str, local: &Path, name: &str) ->
     if local.is_file() {
         return Some(local.to_path_buf());
     }
+    on_path(name)
+}
+
+/// The program `name` in a folder of `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
 
-/// Runs a toolchain command, its output to stderr.
-fn run(
+/// Runs a toolchain command to its end, its output kept (and logged at
+/// debug level) rather than shown: a failure is said in one line, by
+/// `diagnose` (the toolchain's output and exit status go to it).
+fn run_toolchain(
     mut cmd: Command,
     what: &str,
     fail: &dyn Fn(String) -> BuildError,
+    diagnose: impl FnOnce(&str) -> Option<BuildError>,
 ) -> Result<(), BuildError> {
-    let status = cmd
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .status()
-        .map_err(|e| fail(format!("cannot run {what}: {e}")))?;
+    let (status, output) =
+        diagnose::run_captured(&mut cmd).map_err(|e| fail(format!("cannot run {what}: {e}")))?;
+    tracing::debug!("{what}: {}", output.trim_end());
     if status.success() {
-        Ok(())
-    } else {
-        Err(fail(format!(
-            "{what} failed ({status}); see its output above"
-        )))
+        return Ok(());
     }
+    Err(diagnose(&output).unwrap_or_else(|| {
+        fail(format!(
+            "{what} failed ({status}): {}",
+            diagnose::last_words(&output, 6)
+        ))
+    }))
 }
 
 /// A scratch folder holding the WIT package (in `wit/`) and the SDK.
@@ -446,73 +623,133 @@ fn scratch(sdk_name: &str, sdk: &str) -> std::io::Result<tempfile::TempDir> {
 }
 
 /// componentize-py, where [`build_skill_with`] looks for it.
-fn python_tool(
-    dir: &Path,
-    tools: &Toolchains,
-    fail: &dyn Fn(String) -> BuildError,
-) -> Result<PathBuf, BuildError> {
-    find_tool(
+fn python_tool(dir: &Path, tools: &Toolchains) -> Result<Tool, BuildError> {
+    let program = find_tool(
         tools.componentize_py.as_ref(),
         "SKILLHOST_COMPONENTIZE_PY",
         &dir.join(".venv/bin/componentize-py"),
         "componentize-py",
     )
-    .ok_or_else(|| {
-        fail(format!(
-            "componentize-py is not installed: run `python3 -m pip install \
-             componentize-py=={COMPONENTIZE_PY_VERSION}` (in a venv: `python3 -m venv .venv` in \
-             the skill folder, then `.venv/bin/pip install componentize-py=={COMPONENTIZE_PY_VERSION}`), \
-             or point SKILLHOST_COMPONENTIZE_PY at it"
-        ))
+    .ok_or_else(|| BuildError::MissingToolchain {
+        dir: dir.to_path_buf(),
+        toolchain: "componentize-py",
+        install: format!(
+            "run `python3 -m pip install componentize-py=={COMPONENTIZE_PY_VERSION}` (in a \
+             venv: `python3 -m venv .venv` in the skill folder, then `.venv/bin/pip install \
+             componentize-py=={COMPONENTIZE_PY_VERSION}`), or point SKILLHOST_COMPONENTIZE_PY at it"
+        ),
+    })?;
+    Ok(Tool {
+        program,
+        node: None,
     })
 }
 
 fn build_python(
     dir: &Path,
     out: &Path,
-    tool: &Path,
+    tool: &Tool,
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.py", PYTHON_SDK)
         .map_err(|e| fail(format!("cannot make a scratch folder: {e}")))?;
-    let mut cmd = Command::new(tool);
+    let sdk = scratch.path().join("sdk");
+    let vendored = vendor::python_vendor(dir);
+    // The module path, in order: the skill folder, its vendor/, the SDK.
+    // Each is the guest's `/N` in a traceback at build time (`diagnose`).
+    let mut roots = vec![diagnose::PythonRoot {
+        dir,
+        shown: Some(""),
+    }];
+    if let Some(v) = &vendored {
+        roots.push(diagnose::PythonRoot {
+            dir: v,
+            shown: Some(vendor::VENDOR_SHOWN),
+        });
+    }
+    roots.push(diagnose::PythonRoot {
+        dir: &sdk,
+        shown: None,
+    });
+    let mut cmd = tool.command();
     cmd.current_dir(dir)
+        .env("RUST_BACKTRACE", "0")
+        .env("RUST_LIB_BACKTRACE", "0")
         .arg("-d")
         .arg(scratch.path().join("wit"))
-        .args(["-w", "skill", "componentize", "app", "-p"])
-        .arg(dir)
-        .arg("-p")
-        .arg(scratch.path().join("sdk"))
-        .arg("-o")
-        .arg(out);
-    run(cmd, &format!("componentize-py ({})", tool.display()), fail)
+        .args(["-w", "skill", "componentize", "app"]);
+    for root in &roots {
+        cmd.arg("-p").arg(root.dir);
+    }
+    cmd.arg("-o").arg(out);
+    run_toolchain(
+        cmd,
+        &format!("componentize-py ({})", tool.program.display()),
+        fail,
+        |output| {
+            let problem = diagnose::python(output, &roots)?;
+            Some(BuildError::InSource {
+                dir: dir.to_path_buf(),
+                problem,
+            })
+        },
+    )
 }
 
-/// componentize-js, where [`build_skill_with`] looks for it.
-fn js_tool(
-    dir: &Path,
-    tools: &Toolchains,
-    fail: &dyn Fn(String) -> BuildError,
-) -> Result<PathBuf, BuildError> {
-    find_tool(
+/// componentize-js, where [`build_skill_with`] looks for it, and the
+/// Node.js that runs it.
+fn js_tool(dir: &Path, tools: &Toolchains) -> Result<Tool, BuildError> {
+    let missing = |toolchain, install: String| BuildError::MissingToolchain {
+        dir: dir.to_path_buf(),
+        toolchain,
+        install,
+    };
+    let program = find_tool(
         tools.componentize_js.as_ref(),
         "SKILLHOST_COMPONENTIZE_JS",
         &dir.join("node_modules/.bin/componentize-js"),
         "componentize-js",
     )
     .ok_or_else(|| {
-        fail(format!(
-            "componentize-js is not installed: run `npm install --save-dev \
-             @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}` in the skill folder \
-             (Node.js 20 or later), or point SKILLHOST_COMPONENTIZE_JS at it"
-        ))
-    })
+        missing(
+            "componentize-js",
+            format!(
+                "run `npm install --save-dev \
+                 @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}` in the skill folder \
+                 (Node.js 20 or later), or point SKILLHOST_COMPONENTIZE_JS at it"
+            ),
+        )
+    })?;
+    // componentize-js is a Node.js script (`#!/usr/bin/env node`): without
+    // a `node` to run it, say so rather than let the shell's words stand.
+    let node = match &tools.node {
+        Some(node) => Some(node.clone()),
+        None if runs_on_node(&program) && on_path("node").is_none() => {
+            return Err(missing(
+                "Node.js (`node`, which runs componentize-js)",
+                "install Node.js 20 or later, so that `node` is on PATH".into(),
+            ));
+        }
+        None => None,
+    };
+    Ok(Tool { program, node })
+}
+
+/// Whether `program` is a script whose first line asks for `node`.
+fn runs_on_node(program: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 128];
+    let n = std::fs::File::open(program)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let first = head[..n].split(|b| *b == b'\n').next().unwrap_or_default();
+    first.starts_with(b"#!") && String::from_utf8_lossy(first).contains("node")
 }
 
 fn build_js(
     dir: &Path,
     out: &Path,
-    tool: &Path,
+    tool: &Tool,
     fail: &dyn Fn(String) -> BuildError,
 ) -> Result<(), BuildError> {
     let scratch = scratch("skillhost.js", JS_SDK)
@@ -521,14 +758,50 @@ fn build_js(
     // whether or not the folder has its own copy (its own wins).
     let stage = scratch.path().join("sdk");
     copy_sources(dir, &stage, 0).map_err(|e| fail(format!("cannot stage the sources: {e}")))?;
-    let mut cmd = Command::new(tool);
+    let mut cmd = tool.command();
     cmd.current_dir(dir)
         .arg(stage.join("app.js"))
         .arg("--wit")
         .arg(scratch.path().join("wit"))
         .args(["-n", "skill", "-o"])
         .arg(out);
-    run(cmd, &format!("componentize-js ({})", tool.display()), fail)
+    let in_source = |problem| BuildError::InSource {
+        dir: dir.to_path_buf(),
+        problem,
+    };
+    run_toolchain(
+        cmd,
+        &format!("componentize-js ({})", tool.program.display()),
+        fail,
+        |output| {
+            if let Some(problem) = diagnose::javascript(output, &stage) {
+                return Some(in_source(problem));
+            }
+            if let Some(words) = diagnose::javascript_words(output, &stage) {
+                return Some(fail(words));
+            }
+            // componentize-js's parse of app.js says only how many errors
+            // it found: ask its parser where.
+            if output.contains("failed to parse JS source") {
+                return js_syntax_errors(tool, scratch.path(), &stage.join("app.js"))
+                    .map(in_source);
+            }
+            None
+        },
+    )
+}
+
+/// The first syntax error componentize-js's own parser finds in `file`,
+/// asked through the Node.js that runs componentize-js; `None` when it
+/// cannot be asked.
+fn js_syntax_errors(tool: &Tool, scratch: &Path, file: &Path) -> Option<SourceProblem> {
+    let check = scratch.join("js_syntax.cjs");
+    std::fs::write(&check, diagnose::JS_SYNTAX_CHECK).ok()?;
+    let node = tool.node.clone().unwrap_or_else(|| "node".into());
+    let mut cmd = Command::new(node);
+    cmd.arg(&check).arg(&tool.program).arg(file);
+    let (_, output) = diagnose::run_captured(&mut cmd).ok()?;
+    diagnose::js_syntax(&output, file.parent()?)
 }
 
 /// Copies the `.js`/`.mjs`/`.json` files of `from` (and its folders, but

@@ -49,6 +49,13 @@ pub struct BuildRecord {
     pub files: BTreeMap<String, String>,
     /// The toolchain and its version (`componentize-py 0.25.1`).
     pub toolchain: String,
+    /// For a Python or JS build, the digest of everything it read: the
+    /// language, the toolchain and its version, the WIT and SDK of the
+    /// `skillhost` that built it, the sources (the build cache's key). A
+    /// build finding the component in place with the key it would record
+    /// leaves it as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// The sources of a skill's guest, read from its folder.
@@ -120,6 +127,7 @@ impl BuildRecord {
             sources: sources.all.clone(),
             files,
             toolchain: toolchain.to_string(),
+            key: None,
         }
     }
 

@@ -254,10 +254,7 @@ fn huge_manifests_are_refused() {
         md.push_str("All work and no play makes a SKILL.md a dull SKILL.md.\n");
     }
     let err = SkillManifest::parse_skill_md(&md).unwrap_err().to_string();
-    assert_eq!(
-        err,
-        format!("skill.yaml: SKILL.md: larger than the {limit}-byte limit")
-    );
+    assert_eq!(err, format!("SKILL.md: larger than the {limit}-byte limit"));
 }
 
 /// Aliases that expand a small manifest into a huge value are refused

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::limits::LimitsRequest;
 
+mod located;
 mod permissions;
 pub(crate) mod prompts;
 pub(crate) mod resources;
@@ -243,18 +244,24 @@ pub struct Example {
     pub output: Option<Value>,
 }
 
-/// A manifest that could not be parsed or failed validation.
+/// A manifest that could not be parsed or failed validation. Each error
+/// names the file (`skill.yaml`, `SKILL.md`) and, where it is about one,
+/// the field (`` `tools[0].read_only` ``) and its line and column in the
+/// file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ManifestError {
-    /// The YAML itself is malformed or has unknown or mistyped fields.
-    #[error("skill.yaml: {0}")]
+    /// The YAML itself is malformed or has unknown or mistyped fields; the
+    /// message begins with the file's name.
+    #[error("{0}")]
     Syntax(String),
     /// The YAML parsed but its content is not allowed; every problem is listed.
-    #[error("skill.yaml of `{skill}`: {}", problems.join("; "))]
+    #[error("{file} of `{skill}`: {}", problems.join("; "))]
     Invalid {
+        /// The file: `skill.yaml` or `SKILL.md`.
+        file: &'static str,
         /// The skill's name as written.
         skill: String,
-        /// Every problem found.
+        /// Every problem found, each with the line of the field it names.
         problems: Vec<String>,
     },
 }
@@ -283,24 +290,6 @@ enum AllowedTools {
     List(Vec<String>),
 }
 
-/// Refuses YAML nested deeper than [`MAX_YAML_DEPTH`].
-fn check_depth(v: &serde_yaml::Value, depth: usize) -> Result<(), ManifestError> {
-    if depth > MAX_YAML_DEPTH {
-        return Err(ManifestError::Syntax(format!(
-            "nested deeper than {MAX_YAML_DEPTH} levels"
-        )));
-    }
-    match v {
-        serde_yaml::Value::Sequence(s) => s.iter().try_for_each(|x| check_depth(x, depth + 1)),
-        serde_yaml::Value::Mapping(m) => m.iter().try_for_each(|(k, x)| {
-            check_depth(k, depth + 1)?;
-            check_depth(x, depth + 1)
-        }),
-        serde_yaml::Value::Tagged(t) => check_depth(&t.value, depth + 1),
-        _ => Ok(()),
-    }
-}
-
 /// What a YAML document expands to so far: values and bytes of text left.
 struct YamlBudget {
     values: Cell<usize>,
@@ -309,30 +298,58 @@ struct YamlBudget {
 
 /// Walks a YAML document the way building a `serde_yaml::Value` would,
 /// aliases expanded, building nothing and failing once the document
-/// expands past [`MAX_YAML_VALUES`] or [`MAX_YAML_TEXT_BYTES`].
+/// expands past [`MAX_YAML_VALUES`] or [`MAX_YAML_TEXT_BYTES`], or nests
+/// collections deeper than its depth limit (a mapping's keys count as
+/// deep as its values).
 #[derive(Clone, Copy)]
-struct CountValues<'a>(&'a YamlBudget);
+struct CountValues<'a> {
+    budget: &'a YamlBudget,
+    /// How deep the value about to be read is (the document: 0).
+    depth: usize,
+    /// The deepest accepted.
+    max_depth: usize,
+}
 
 impl CountValues<'_> {
+    /// The walker of the values inside the one about to be read.
+    fn deeper(self) -> Self {
+        CountValues {
+            depth: self.depth + 1,
+            ..self
+        }
+    }
+
+    /// Refuses a value past the depth limit (called from inside the
+    /// reader's read of the value, so the error names where it is).
+    fn within<E: serde::de::Error>(self) -> Result<(), E> {
+        if self.depth > self.max_depth {
+            return Err(E::custom(format!(
+                "nested deeper than {} levels",
+                self.max_depth
+            )));
+        }
+        Ok(())
+    }
+
     fn take_value<E: serde::de::Error>(self) -> Result<(), E> {
-        let left = self.0.values.get();
+        let left = self.budget.values.get();
         if left == 0 {
             return Err(E::custom(format!(
                 "expands to more than {MAX_YAML_VALUES} YAML values (aliases count each time they are used)"
             )));
         }
-        self.0.values.set(left - 1);
+        self.budget.values.set(left - 1);
         Ok(())
     }
 
     fn take_text<E: serde::de::Error>(self, len: usize) -> Result<(), E> {
-        let left = self.0.text_bytes.get();
+        let left = self.budget.text_bytes.get();
         if len > left {
             return Err(E::custom(format!(
                 "expands to more than {MAX_YAML_TEXT_BYTES} bytes of text (aliases count each time they are used)"
             )));
         }
-        self.0.text_bytes.set(left - len);
+        self.budget.text_bytes.set(left - len);
         Ok(())
     }
 }
@@ -354,28 +371,30 @@ impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
         f.write_str("any YAML value")
     }
     fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
+        self.within()
     }
     fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
+        self.within()
     }
     fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
+        self.within()
     }
     fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
+        self.within()
     }
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<(), E> {
+        self.within()?;
         self.take_text(s.len())
     }
     fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<(), E> {
+        self.within()?;
         self.take_text(b.len())
     }
     fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
+        self.within()
     }
     fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
+        self.within()
     }
     fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
@@ -384,20 +403,23 @@ impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
         d.deserialize_any(self)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(self)?.is_some() {}
+        self.within()?;
+        while seq.next_element_seed(self.deeper())?.is_some() {}
         Ok(())
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key_seed(self)?.is_some() {
-            map.next_value_seed(self)?;
+        self.within()?;
+        while map.next_key_seed(self.deeper())?.is_some() {
+            map.next_value_seed(self.deeper())?;
         }
         Ok(())
     }
     /// A tagged value (`!tag value`).
     fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
         use serde::de::VariantAccess as _;
+        self.within()?;
         let ((), contents) = data.variant_seed(self)?;
-        contents.newtype_variant_seed(self)
+        contents.newtype_variant_seed(self.deeper())
     }
 }
 
@@ -405,13 +427,37 @@ impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
 /// past [`MAX_YAML_VALUES`] or [`MAX_YAML_TEXT_BYTES`] before anything is
 /// built.
 pub(crate) fn parse_yaml(text: &str) -> Result<serde_yaml::Value, serde_yaml::Error> {
+    parse_yaml_within(text, usize::MAX)
+}
+
+/// [`parse_yaml`], refusing collections nested deeper than `max_depth`
+/// too (naming where).
+fn parse_yaml_within(text: &str, max_depth: usize) -> Result<serde_yaml::Value, serde_yaml::Error> {
     use serde::de::DeserializeSeed as _;
     let budget = YamlBudget {
         values: Cell::new(MAX_YAML_VALUES),
         text_bytes: Cell::new(MAX_YAML_TEXT_BYTES),
     };
-    CountValues(&budget).deserialize(serde_yaml::Deserializer::from_str(text))?;
+    CountValues {
+        budget: &budget,
+        depth: 0,
+        max_depth,
+    }
+    .deserialize(serde_yaml::Deserializer::from_str(text))?;
     serde_yaml::from_str(text)
+}
+
+/// Reads `text` of `file` as a `T`: checked and parsed by
+/// [`parse_yaml_within`] (aliases, depth, duplicate keys), then read from
+/// that value, the path of the field an error is about kept, so that the
+/// error names the field and where it is in the file (see `located.rs`).
+fn read_yaml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: located::ManifestFile,
+) -> Result<T, ManifestError> {
+    let value = parse_yaml_within(text, MAX_YAML_DEPTH)
+        .map_err(|e| ManifestError::Syntax(file.syntax(&e)))?;
+    serde_path_to_error::deserialize(value).map_err(|e| ManifestError::Syntax(file.typed(text, &e)))
 }
 
 fn valid_skill_name(name: &str) -> bool {
@@ -458,19 +504,19 @@ impl SkillManifest {
     /// assert!(err.to_string().contains("unknown field `flavour`"));
     /// ```
     pub fn parse(yaml: &str) -> Result<SkillManifest, ManifestError> {
+        let file = located::ManifestFile::SkillYaml;
         if yaml.len() > MAX_MANIFEST_BYTES {
             return Err(ManifestError::Syntax(format!(
-                "{} bytes is larger than the {MAX_MANIFEST_BYTES}-byte limit",
+                "skill.yaml: {} bytes is larger than the {MAX_MANIFEST_BYTES}-byte limit",
                 yaml.len()
             )));
         }
         // A byte-order mark, as some editors write, is not part of the YAML.
         let yaml = yaml.strip_prefix('\u{feff}').unwrap_or(yaml);
-        let value = parse_yaml(yaml).map_err(|e| ManifestError::Syntax(e.to_string()))?;
-        check_depth(&value, 0)?;
-        let mut manifest: SkillManifest =
-            serde_yaml::from_value(value).map_err(|e| ManifestError::Syntax(e.to_string()))?;
-        manifest.validate()?;
+        let mut manifest: SkillManifest = read_yaml(yaml, file)?;
+        manifest
+            .validate(file.name())
+            .map_err(|e| e.located(yaml, file))?;
         Ok(manifest)
     }
 
@@ -485,6 +531,7 @@ impl SkillManifest {
     /// assert_eq!(m.version.to_string(), "0.0.0");
     /// ```
     pub fn parse_skill_md(text: &str) -> Result<SkillManifest, ManifestError> {
+        let file = located::ManifestFile::SkillMd;
         if text.len() > MAX_MANIFEST_BYTES {
             return Err(ManifestError::Syntax(format!(
                 "SKILL.md: larger than the {MAX_MANIFEST_BYTES}-byte limit"
@@ -515,11 +562,7 @@ impl SkillManifest {
             ));
         };
         let (front, body) = (&rest[..front_end], &rest[body_start..]);
-        let value = parse_yaml(front)
-            .map_err(|e| ManifestError::Syntax(format!("SKILL.md front matter: {e}")))?;
-        check_depth(&value, 0)?;
-        let fm: AgentSkillFrontMatter = serde_yaml::from_value(value)
-            .map_err(|e| ManifestError::Syntax(format!("SKILL.md front matter: {e}")))?;
+        let fm: AgentSkillFrontMatter = read_yaml(front, file)?;
         let mut problems = Vec::new();
         let valid_name = !fm.name.is_empty()
             && fm.name.len() <= 64
@@ -551,9 +594,11 @@ impl SkillManifest {
         }
         if !problems.is_empty() {
             return Err(ManifestError::Invalid {
+                file: file.name(),
                 skill: fm.name,
                 problems,
-            });
+            }
+            .located(front, file));
         }
         let version = fm
             .metadata
@@ -584,7 +629,9 @@ impl SkillManifest {
             resources: Vec::new(),
             resource_templates: Vec::new(),
         };
-        manifest.validate()?;
+        manifest
+            .validate(file.name())
+            .map_err(|e| e.located(front, file))?;
         Ok(manifest)
     }
 
@@ -597,8 +644,10 @@ impl SkillManifest {
         let yaml = dir.join(MANIFEST_FILE);
         let md = dir.join(AGENT_SKILL_FILE);
         let read = |path: &Path| {
-            std::fs::read_to_string(path)
-                .map_err(|e| ManifestError::Syntax(format!("cannot read {}: {e}", path.display())))
+            std::fs::read_to_string(path).map_err(|e| {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                ManifestError::Syntax(format!("{name}: cannot read {}: {e}", path.display()))
+            })
         };
         if yaml.exists() {
             SkillManifest::parse(&read(&yaml)?)
@@ -613,8 +662,9 @@ impl SkillManifest {
     }
 
     /// Checks everything serde cannot: names, uniqueness, schemas, paths,
-    /// permissions (put in canonical form).
-    fn validate(&mut self) -> Result<(), ManifestError> {
+    /// permissions (put in canonical form). `file` names the manifest in
+    /// the error.
+    fn validate(&mut self, file: &'static str) -> Result<(), ManifestError> {
         let mut problems = Vec::new();
         self.permissions.validate(&mut problems);
         problems.extend(prompts::problems(&self.name, &self.prompts));
@@ -719,6 +769,7 @@ impl SkillManifest {
             Ok(())
         } else {
             Err(ManifestError::Invalid {
+                file,
                 skill: self.name.clone(),
                 problems,
             })

@@ -4,12 +4,12 @@
 //! queue and the run's page in Chromium, and the CLI, show each as its
 //! escape, and the text as rendered holds none of them.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::common::{skillhost, stdout};
-use crate::console::{Chromium, admin_token, data_dir, persona_call, sign_in_browser, start};
+use crate::console::{
+    Chromium, admin_token, data_dir, persona_call, sign_in_browser, start, wait_for,
+};
 
 /// Characters that render as nothing or reorder the text around them.
 fn invisible(c: char) -> bool {
@@ -55,9 +55,7 @@ fn bidi_and_zero_width_characters_in_arguments_show_as_escapes() {
         let c = chromium.open().await;
         let base = format!("http://127.0.0.1:{port}");
         sign_in_browser(&c, &base, &admin).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id(&waiting))
+        wait_for(&c, Locator::Id(&waiting), 10)
             .await
             .expect("the waiting call");
         let read = "const e = document.querySelector(arguments[0]); return e ? e.innerText : null";
@@ -86,9 +84,7 @@ fn bidi_and_zero_width_characters_in_arguments_show_as_escapes() {
         );
 
         crate::console::goto(&c, &format!("{base}/runs/{waiting}")).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Css("pre.args"))
+        wait_for(&c, Locator::Css("pre.args"), 10)
             .await
             .expect("the run's arguments");
         let page = c

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use crate::common::{skillhost, stdout};
 use crate::console::{
     Chromium, admin_token, data_dir, persona_call, refusals, request, sign_in_browser, start,
+    wait_for,
 };
 
 /// A web page on another loopback port (another local app the operator
@@ -164,9 +165,7 @@ fn a_cookie_replayed_from_another_loopback_port_neither_reads_nor_approves() {
         let c = chromium.open().await;
         let base = format!("http://127.0.0.1:{port}");
         sign_in_browser(&c, &base, &admin).await;
-        c.wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id(&waiting))
+        wait_for(&c, Locator::Id(&waiting), 10)
             .await
             .expect("the waiting call in the operator's queue");
         let kept = c

@@ -142,6 +142,8 @@
       if (Number.isFinite(n)) {
         badge.textContent = String(n);
         badge.setAttribute("aria-label", n + " waiting");
+        // A badge shows only while something waits.
+        badge.hidden = n === 0;
       }
       refreshQueue();
     }
