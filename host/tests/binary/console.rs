@@ -853,7 +853,7 @@ pub(crate) async fn sign_in_browser(c: &fantoccini::Client, base: &str, admin: &
         .click()
         .await
         .expect("click");
-    wait_for(&c, Locator::Css("#queue"), 10)
+    wait_for(c, Locator::Css("#queue"), 10)
         .await
         .expect("signed in");
 }
@@ -1054,7 +1054,7 @@ fn grants_and_tokens_change_from_chromium() {
 async fn click_live(c: &fantoccini::Client, id: &str) {
     use fantoccini::error::{CmdError, ErrorStatus};
     for _ in 0..20 {
-        let found = wait_for(&c, fantoccini::Locator::Id(id), 5)
+        let found = wait_for(c, fantoccini::Locator::Id(id), 5)
             .await
             .unwrap_or_else(|e| panic!("no #{id}: {e}"));
         match found.click().await {
