@@ -53,7 +53,7 @@ pub use authority::handoff::{
 pub use authority::metrics::METRICS_CONTENT_TYPE;
 pub use authority::personas::valid_persona_id;
 pub use authority::questions::{QUESTION_WAIT, Question, QuestionAnswer, QuestionStatus};
-pub use authority::reach::ASSETS_DIR;
+pub use skill::ASSETS_DIR;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{

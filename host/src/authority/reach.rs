@@ -9,11 +9,9 @@ use std::sync::Arc;
 
 use super::HostInner;
 use crate::registry::Registry;
+use crate::skill::ASSETS_DIR;
 use crate::sandbox::{Outbound, SecretHeader, SecretValue};
 use crate::state::runs::HostEvent;
-
-/// Name of the folder a skill's assets are in, beside its manifest.
-pub const ASSETS_DIR: &str = "assets";
 
 /// One skill's reach for its calls.
 #[derive(Debug, Default)]

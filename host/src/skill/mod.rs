@@ -22,6 +22,9 @@ use crate::sandbox::{
 use crate::skill::manifest::{ManifestError, SkillManifest};
 use crate::skill::schema::{Schema, default_args_schema};
 
+/// Name of the folder a skill's assets are in, beside its manifest.
+pub const ASSETS_DIR: &str = "assets";
+
 /// A skill that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum SkillError {
@@ -163,7 +166,7 @@ impl Skill {
         let assets = manifest
             .permissions
             .assets
-            .then(|| crate::AssetsFolder::new(dir.join(crate::authority::reach::ASSETS_DIR)));
+            .then(|| crate::AssetsFolder::new(dir.join(ASSETS_DIR)));
         let mut skill = Skill::from_parts(sandbox, manifest, wasm.as_deref())?;
         if let Some(inner) = Arc::get_mut(&mut skill.inner) {
             inner.assets = assets;
