@@ -483,6 +483,11 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         Command::Check { dir } => {
             let sandbox = open_sandbox(&cli.data_dir)?;
             let (problems, summary) = author::check(&sandbox, &dir).await;
+            if let Ok(manifest) = SkillManifest::load_dir(&dir) {
+                for w in &manifest.warnings {
+                    println!("warning: {}", one_line(&w.to_string()));
+                }
+            }
             if problems.is_empty() {
                 println!("ok: {summary}");
                 Ok(())
