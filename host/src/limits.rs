@@ -924,6 +924,18 @@ pub const SCRIPT_INLINE_TEXT_TOTAL_BYTES: u64 = 64 << 10;
 /// 21 MiB of one JSON-RPC answer; a larger one is passed on by its ref.
 pub const MAX_SERVED_REF_BYTES: u64 = 16 << 20;
 
+/// Largest wheel a skill's scripts may carry: 16 MiB. The largest pure
+/// wheels scripts use (openpyxl, 250 KB; pypdf, 420 KB) are far below it;
+/// the bundle's own 25 MB cap bounds them all together.
+pub const MAX_WHEEL_BYTES: u64 = 16 << 20;
+
+/// Most files in one wheel: 2,000 (openpyxl, among the largest, has 195).
+pub const MAX_WHEEL_FILES: usize = 2_000;
+
+/// Most bytes one wheel unpacks to: 64 MiB, the sandbox's cap on a skill
+/// folder read for its scripts (`MAX_SKILL_TREE_BYTES`).
+pub const MAX_WHEEL_UNPACKED_BYTES: u64 = 64 << 20;
+
 /// Most files a script may leave under `out/`: 64. More is an error that
 /// names the cap (write an archive instead).
 pub const MAX_SCRIPT_OUTPUT_FILES: usize = 64;

@@ -50,6 +50,8 @@ fn native(
 ) -> (i32, String, Vec<(String, Vec<u8>)>) {
     use std::io::Write as _;
     let cwd = tempfile::tempdir().expect("tempdir");
+    // As in the sandbox, `out/` is there when the script starts.
+    std::fs::create_dir_all(cwd.path().join("out")).expect("mkdir out");
     for (name, bytes) in inputs {
         let at = cwd.path().join(name);
         std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
@@ -469,4 +471,359 @@ fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
     );
     assert_eq!(structured(&again[0])["stdout"], "edited\n", "{}", again[0]);
     drop(server);
+}
+
+/// The folder of pure wheels the packaged fixtures resolve against
+/// (`SKILLHOST_TEST_WHEELS`, else what `tests/peers/install.sh` fetches).
+fn wheels_dir() -> PathBuf {
+    let dir = std::env::var_os("SKILLHOST_TEST_WHEELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/peers/wheels"));
+    assert!(
+        dir.is_dir(),
+        "{} is missing: run tests/peers/install.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// The same packages installed for the native python3 the outputs are
+/// compared with (`SKILLHOST_TEST_NATIVE_SITE`, else install.sh's).
+fn native_site() -> PathBuf {
+    let dir = std::env::var_os("SKILLHOST_TEST_NATIVE_SITE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/peers/native-site"));
+    assert!(
+        dir.join("pypdf").is_dir(),
+        "{} is missing: run tests/peers/install.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// Native python3 with the packages: `code` run with `args`; its stdout.
+fn native_python(code: &str, args: &[&str], cwd: &Path) -> String {
+    let o = Command::new(python())
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .current_dir(cwd)
+        .env("PYTHONPATH", native_site())
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `native`, with the packages on the path.
+fn native_with_packages(
+    skill: &Path,
+    script: &str,
+    args: &[&str],
+    inputs: &[(&str, &[u8])],
+) -> (i32, String, Vec<(String, Vec<u8>)>) {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    // As in the sandbox, `out/` is there when the script starts.
+    std::fs::create_dir_all(cwd.path().join("out")).expect("mkdir out");
+    for (name, bytes) in inputs {
+        let at = cwd.path().join(name);
+        std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+        std::fs::write(at, bytes).expect("write input");
+    }
+    let o = Command::new(python())
+        .arg(skill.join(script))
+        .args(args)
+        .current_dir(cwd.path())
+        .env_clear()
+        .env("PYTHONPATH", native_site())
+        .output()
+        .expect("python3");
+    let mut files = Vec::new();
+    let out = cwd.path().join("out");
+    if out.is_dir() {
+        for e in walkdir(&out) {
+            let rel = e
+                .strip_prefix(&out)
+                .expect("under out")
+                .to_string_lossy()
+                .into_owned();
+            files.push((rel, std::fs::read(&e).expect("read output")));
+        }
+    }
+    files.sort();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        files,
+    )
+}
+
+/// A form PDF with two text fields and a checkbox, written natively with
+/// pypdf.
+const MAKE_FORM: &str = r#"
+import sys
+from pypdf import PdfWriter
+from pypdf.generic import ArrayObject, DictionaryObject, FloatObject, NameObject, NumberObject, TextStringObject
+writer = PdfWriter()
+page = writer.add_blank_page(612, 792)
+refs = ArrayObject()
+for i, (name, kind) in enumerate([("full_name", "/Tx"), ("email", "/Tx"), ("agree", "/Btn")]):
+    field = DictionaryObject({
+        NameObject("/Type"): NameObject("/Annot"),
+        NameObject("/Subtype"): NameObject("/Widget"),
+        NameObject("/FT"): NameObject(kind),
+        NameObject("/T"): TextStringObject(name),
+        NameObject("/Rect"): ArrayObject([FloatObject(72), FloatObject(700 - 50 * i), FloatObject(320), FloatObject(720 - 50 * i)]),
+        NameObject("/F"): NumberObject(4),
+    })
+    if kind == "/Btn":
+        field[NameObject("/AP")] = DictionaryObject({NameObject("/N"): DictionaryObject({NameObject("/On"): DictionaryObject(), NameObject("/Off"): DictionaryObject()})})
+    ref = writer._add_object(field)
+    refs.append(ref)
+page[NameObject("/Annots")] = refs
+writer._root_object[NameObject("/AcroForm")] = DictionaryObject({NameObject("/Fields"): refs})
+with open(sys.argv[1], "wb") as f:
+    writer.write(f)
+"#;
+
+/// A minimal docx, written with zipfile.
+const MAKE_DOCX: &str = r#"
+import sys, zipfile
+parts = {
+    "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+    "_rels/.rels": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+    "word/document.xml": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Hello from skillhost</w:t></w:r></w:p><w:p><w:r><w:t xml:space="preserve">Second  paragraph</w:t></w:r></w:p></w:body></w:document>',
+}
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for name, text in parts.items():
+        z.writestr(name, text)
+"#;
+
+/// The entry names and bytes of a zip archive (its timestamps are the
+/// files' and differ between any two runs).
+const ZIP_ENTRIES: &str = r#"
+import sys, zipfile, hashlib
+with zipfile.ZipFile(sys.argv[1]) as z:
+    for n in z.namelist():
+        print(n, hashlib.sha256(z.read(n)).hexdigest())
+"#;
+
+/// The three packaged fixtures (pypdf; defusedxml; PyYAML with its native
+/// part dropped) packed with `--wheels`, signed, installed, approved and
+/// called through `serve --stdio` by the Python SDK: each output equals
+/// native python3's on the same input; `extract_form_field_info.py`'s
+/// `out/fields.json` is read by the next call by ref; PyYAML without
+/// `drop_native` is refused at pack, naming the package and its file.
+#[test]
+fn packaged_scripts_run_unchanged_and_match_native_python() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let w = |p: &str| work.path().join(p).to_str().expect("utf-8").to_string();
+    let wheels = wheels_dir();
+    let wheels = wheels.to_str().expect("utf-8");
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    ok(&data, &["keygen", "--out", &w("alice")]);
+    ok(&data, &["trust", "add", &w("alice.pub"), "--name", "alice"]);
+    ok(&data, &["personas", "add", "ana"]);
+    ok(
+        &data,
+        &["personas", "set", "ana", "--client-approval", "on"],
+    );
+    let mut skills = Vec::new();
+    for name in ["pdf-forms", "office-docs", "skill-validator"] {
+        let dir = work.path().join(name);
+        copy_tree(&repo().join("plugins/script-skills").join(name), &dir);
+        let bundle = w(&format!("{name}.skill"));
+        let packed = ok(
+            &data,
+            &[
+                "pack",
+                dir.to_str().expect("utf-8"),
+                "--key",
+                &w("alice.key"),
+                "--out",
+                &bundle,
+                "--wheels",
+                wheels,
+            ],
+        );
+        assert!(packed.contains("packages: "), "{packed}");
+        ok(&data, &["install", &bundle]);
+        let shown = ok(&data, &["skills", "show", name]);
+        assert!(shown.contains("state:    unapproved"), "{shown}");
+        assert!(shown.contains("    packages "), "{shown}");
+        ok(&data, &["skills", "approve", name]);
+        ok(&data, &["grants", "skill", "ana", name, "on"]);
+        skills.push(dir);
+    }
+    let validator_shown = ok(&data, &["skills", "show", "skill-validator"]);
+    assert!(validator_shown.contains("pyyaml=="), "{validator_shown}");
+
+    // PyYAML has no pure wheel: without drop_native, pack names it.
+    let strict = work.path().join("strict-validator");
+    copy_tree(
+        &repo().join("plugins/script-skills/skill-validator"),
+        &strict,
+    );
+    let yaml = std::fs::read_to_string(strict.join("skill.yaml")).expect("read");
+    std::fs::write(
+        strict.join("skill.yaml"),
+        yaml.replace("    drop_native: [pyyaml]\n", "    drop_native: []\n"),
+    )
+    .expect("write");
+    let o = skillhost(
+        &data,
+        &[
+            "pack",
+            strict.to_str().expect("utf-8"),
+            "--out",
+            &w("strict.skill"),
+            "--wheels",
+            wheels,
+        ],
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("pyyaml has no pure-Python wheel"), "{err}");
+    assert!(err.contains("drop_native"), "{err}");
+
+    // Inputs made natively.
+    let inputs = tempfile::tempdir().expect("tempdir");
+    native_python(MAKE_FORM, &["form.pdf"], inputs.path());
+    native_python(MAKE_DOCX, &["document.docx"], inputs.path());
+    let form = std::fs::read(inputs.path().join("form.pdf")).expect("form");
+    let docx = std::fs::read(inputs.path().join("document.docx")).expect("docx");
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let skill_md = "---\nname: my-skill\ndescription: Does things.\n---\n# My skill\n";
+    let parts = ["[Content_Types].xml", "_rels/.rels", "word/document.xml"];
+    let pack_files: Vec<Value> = parts
+        .iter()
+        .map(|p| json!({"name": format!("unpacked/{p}"), "ref": format!("{{{{ref:3:unpacked/{p}}}}}")}))
+        .collect();
+    let report = over_stdio(
+        &data,
+        "ana",
+        &json!([
+            {"call": "pdf-forms.run_script", "args": {"script": "scripts/check_fillable_fields.py", "args": ["form.pdf"], "files": [{"name": "form.pdf", "content_base64": b64(&form)}]}},
+            {"call": "pdf-forms.run_script", "args": {"script": "scripts/extract_form_field_info.py", "args": ["form.pdf", "out/fields.json"], "files": [{"name": "form.pdf", "content_base64": b64(&form)}]}},
+            {"call": "pdf-forms.run_script", "args": {"script": "scripts/list_fields.py", "args": ["fields.json"], "files": [{"name": "fields.json", "ref": "{{ref:1:fields.json}}"}]}},
+            {"call": "office-docs.run_script", "args": {"script": "scripts/office/unpack.py", "args": ["document.docx", "out/unpacked"], "files": [{"name": "document.docx", "content_base64": b64(&docx)}]}},
+            {"call": "office-docs.run_script", "args": {"script": "scripts/office/pack.py", "args": ["unpacked", "out/document.docx"], "files": pack_files}},
+            {"call": "skill-validator.run_script", "args": {"script": "scripts/quick_validate.py", "args": ["my-skill"], "files": [{"name": "my-skill/SKILL.md", "text": skill_md}]}},
+        ]),
+    );
+    for (i, step) in report.iter().enumerate() {
+        assert_eq!(structured(step)["exit_code"], 0, "step {i}: {step}");
+    }
+    let pdf = &skills[0];
+    let (_, out, _) = native_with_packages(
+        pdf,
+        "scripts/check_fillable_fields.py",
+        &["form.pdf"],
+        &[("form.pdf", &form)],
+    );
+    assert_eq!(structured(&report[0])["stdout"], out);
+    assert!(out.contains("3 fillable form fields"), "{out}");
+    let (_, out, files) = native_with_packages(
+        pdf,
+        "scripts/extract_form_field_info.py",
+        &["form.pdf", "out/fields.json"],
+        &[("form.pdf", &form)],
+    );
+    assert_eq!(structured(&report[1])["stdout"], out);
+    let fields = String::from_utf8(files[0].1.clone()).expect("utf-8");
+    assert_eq!(
+        report[1]["result"]["content"][2]["resource"]["text"], fields,
+        "fields.json byte for byte"
+    );
+    let (_, out, _) = native_with_packages(
+        pdf,
+        "scripts/list_fields.py",
+        &["fields.json"],
+        &[("fields.json", fields.as_bytes())],
+    );
+    assert_eq!(structured(&report[2])["stdout"], out);
+
+    let office = &skills[1];
+    let (_, out, unpacked) = native_with_packages(
+        office,
+        "scripts/office/unpack.py",
+        &["document.docx", "out/unpacked"],
+        &[("document.docx", &docx)],
+    );
+    assert_eq!(structured(&report[3])["stdout"], out);
+    let sandboxed: Vec<(String, u64)> = structured(&report[3])["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap_or_default().to_string(),
+                f["size"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let natively: Vec<(String, u64)> = unpacked
+        .iter()
+        .map(|(n, b)| (n.clone(), b.len() as u64))
+        .collect();
+    assert_eq!(sandboxed, natively);
+    for (f, (_, bytes)) in structured(&report[3])["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .zip(&unpacked)
+    {
+        use sha2::Digest as _;
+        assert_eq!(f["sha256"], hex::encode(sha2::Sha256::digest(bytes)), "{f}");
+    }
+    let inputs_of: Vec<(String, Vec<u8>)> = unpacked
+        .iter()
+        .map(|(n, b)| (format!("{n}"), b.clone()))
+        .collect();
+    let refs: Vec<(&str, &[u8])> = inputs_of
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let (_, out, packed) = native_with_packages(
+        office,
+        "scripts/office/pack.py",
+        &["unpacked", "out/document.docx"],
+        &refs,
+    );
+    assert_eq!(structured(&report[4])["stdout"], out);
+    // The packed document: the same entries and bytes as python3's.
+    let made = report[4]["result"]["structuredContent"]["files"][0]["ref"]
+        .as_str()
+        .expect("ref")
+        .to_string();
+    let read = over_stdio(
+        &data,
+        "ana",
+        &json!([{"read": format!("skillhost://refs/{made}")}]),
+    );
+    let blob = read[0]["result"]["contents"][0]["blob"]
+        .as_str()
+        .expect("blob");
+    let sandbox_docx = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .expect("base64");
+    let cmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(cmp.path().join("a.docx"), &sandbox_docx).expect("write");
+    std::fs::write(cmp.path().join("b.docx"), &packed[0].1).expect("write");
+    assert_eq!(
+        native_python(ZIP_ENTRIES, &["a.docx"], cmp.path()),
+        native_python(ZIP_ENTRIES, &["b.docx"], cmp.path())
+    );
+
+    let (_, out, _) = native_with_packages(
+        &skills[2],
+        "scripts/quick_validate.py",
+        &["my-skill"],
+        &[("my-skill/SKILL.md", skill_md.as_bytes())],
+    );
+    assert_eq!(structured(&report[5])["stdout"], out);
+    assert_eq!(out, "Skill is valid!\n");
+    // A read-only skill's script needs no confirmation.
+    assert!(report[5].get("confirmed").is_none(), "{}", report[5]);
 }

@@ -14,8 +14,11 @@
 
 pub mod mime;
 pub mod names;
+pub mod packages;
 pub mod requirements;
+pub mod resolve;
 pub mod tool;
+pub mod wheel;
 
 use std::sync::Arc;
 
@@ -211,14 +214,17 @@ impl ScriptSet {
 }
 
 /// sha256 (hex) over `path NUL sha256 LF` of every file under `folder/`,
-/// the package lock and the wheels, in path order.
+/// the package lock, the wheels and the packages unpacked from them
+/// (`.python/`, what the scripts import), in path order.
 pub(crate) fn digest_of(files: &SkillFiles, folder: &str) -> String {
     let folder = format!("{folder}/");
     let wheels = format!("{}/", requirements::WHEELS_DIR);
+    let unpacked = format!("{}/", packages::UNPACKED_DIR);
     let mut h = Sha256::new();
     for path in files.paths() {
         let counted = path.starts_with(&folder)
             || path.starts_with(&wheels)
+            || path.starts_with(&unpacked)
             || path == requirements::LOCK_PATH;
         if !counted {
             continue;
@@ -380,7 +386,8 @@ mod tests {
             with_data,
             "the bundle's statement is not the scripts'"
         );
-        std::fs::write(dir.path().join(".skillhost/python.lock"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join(".packages")).unwrap();
+        std::fs::write(dir.path().join(".packages/python.lock"), "").unwrap();
         assert_ne!(
             set_of(dir.path(), &ScriptsDecl::default(), "").digest,
             with_data

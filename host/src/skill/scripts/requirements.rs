@@ -1,15 +1,17 @@
 //! A skill's Python packages: the names it declares and the lock pack
-//! writes (`.skillhost/python.lock`, signed with the bundle).
+//! writes (`.packages/python.lock`, beside the wheels in `.packages/wheels/`;
+//! ordinary files of the skill folder, so signed with the bundle).
 //!
 //! The lock has one line per package, `NAME==VERSION WHEEL sha256:HEX`
-//! (the wheel's file name under `.skillhost/wheels/` and its digest);
+//! (the wheel's file name under `.packages/wheels/` and its digest),
+//! then `drop-native` for a package whose native files are left out;
 //! `#` starts a comment.
 
 /// Where pack writes the lock, relative to the skill folder.
-pub const LOCK_PATH: &str = ".skillhost/python.lock";
+pub const LOCK_PATH: &str = ".packages/python.lock";
 
 /// Where pack puts the wheels the lock names, relative to the skill folder.
-pub const WHEELS_DIR: &str = ".skillhost/wheels";
+pub const WHEELS_DIR: &str = ".packages/wheels";
 
 /// Whether `name` is a Python distribution name (PEP 508: letters,
 /// digits, `.`, `_`, `-`, starting and ending with a letter or digit; at
@@ -65,6 +67,8 @@ pub struct Pin {
     pub wheel: String,
     /// The wheel's sha256, hex.
     pub sha256: String,
+    /// Whether its native files are left out (`scripts.python.drop_native`).
+    pub drop_native: bool,
 }
 
 /// A package lock.
@@ -92,10 +96,26 @@ impl Lock {
             }
             let bad = |what: &str| format!("{LOCK_PATH} line {}: {what}", i + 1);
             let mut words = line.split_whitespace();
-            let (Some(pin), Some(wheel), Some(hash), None) =
-                (words.next(), words.next(), words.next(), words.next())
-            else {
-                return Err(bad("expected `NAME==VERSION WHEEL sha256:HEX`"));
+            let (Some(pin), Some(wheel), Some(hash), flag, None) = (
+                words.next(),
+                words.next(),
+                words.next(),
+                words.next(),
+                words.next(),
+            ) else {
+                return Err(bad(
+                    "expected `NAME==VERSION WHEEL sha256:HEX [drop-native]`",
+                ));
+            };
+            let drop_native = match flag {
+                None => false,
+                Some("drop-native") => true,
+                Some(other) => {
+                    return Err(bad(&format!(
+                        "`{}` is not `drop-native`",
+                        other.escape_debug()
+                    )));
+                }
             };
             let (name, version) = pin
                 .split_once("==")
@@ -142,6 +162,7 @@ impl Lock {
                 version: version.to_string(),
                 wheel: wheel.to_string(),
                 sha256: sha256.to_ascii_lowercase(),
+                drop_native,
             });
         }
         pins.sort_by(|a, b| a.name.cmp(&b.name));
@@ -152,12 +173,16 @@ impl Lock {
     pub fn to_text(&self) -> String {
         let mut out = String::from(
             "# Python packages of this skill's scripts, written by `skillhost pack`: pure-Python\n\
-             # wheels under .skillhost/wheels/, checked again at install. Do not edit.\n",
+             # wheels under .packages/wheels/, checked again at install. Do not edit.\n",
         );
         for p in &self.pins {
             out.push_str(&format!(
-                "{}=={} {} sha256:{}\n",
-                p.name, p.version, p.wheel, p.sha256
+                "{}=={} {} sha256:{}{}\n",
+                p.name,
+                p.version,
+                p.wheel,
+                p.sha256,
+                if p.drop_native { " drop-native" } else { "" }
             ));
         }
         out
@@ -173,10 +198,12 @@ mod tests {
         let hash = "0".repeat(64);
         let text = format!(
             "defusedxml==0.7.1 defusedxml-0.7.1-py2.py3-none-any.whl sha256:{hash}\n\
-             PyPDF==5.1.0 pypdf-5.1.0-py3-none-any.whl sha256:{hash}\n"
+             PyPDF==5.1.0 pypdf-5.1.0-py3-none-any.whl sha256:{hash}\n\
+             pyyaml==6.0.4 pyyaml-6.0.4-cp314-cp314-linux_x86_64.whl sha256:{hash} drop-native\n"
         );
         let lock = Lock::parse(&text).unwrap();
         assert_eq!(lock.pins[1].name, "pypdf");
+        assert!(lock.pins[2].drop_native && !lock.pins[1].drop_native);
         assert_eq!(Lock::parse(&lock.to_text()).unwrap(), lock);
         for (bad, why) in [
             ("pypdf>=5 x.whl sha256:00", "pinned with `==`"),
