@@ -244,6 +244,21 @@ impl HostInner {
         if let Some(f) = lock(&self.script_files.by_digest).get(&digest) {
             return Ok(f.clone());
         }
+        // An install's byte-code, made at install by this runtime.
+        let kept = format!(
+            "skills/{}/{}/{}",
+            info.entry.name,
+            info.entry.version,
+            crate::skill::scripts::pycache_path(runtime.sha256())
+        );
+        if info.entry.source == SkillSource::Managed
+            && let Ok(bytes) = self.data.dir.read(&kept)
+            && let Ok(pyc) = crate::PycTree::from_archive(&bytes)
+        {
+            let files = files.with_pyc(&pyc);
+            lock(&self.script_files.by_digest).insert(digest, files.clone());
+            return Ok(files);
+        }
         let _one = self.script_files.compiling.lock().await;
         if let Some(f) = lock(&self.script_files.by_digest).get(&digest) {
             return Ok(f.clone());
@@ -419,7 +434,7 @@ impl super::Host {
             .inner
             .fetch_ref(ref_id)
             .and_then(|()| self.inner.refs.read_all(ref_id))
-            .map_err(|e| crate::StateError::from(e))?;
+            .map_err(crate::StateError::from)?;
         Ok((record, bytes))
     }
 }

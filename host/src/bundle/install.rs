@@ -497,6 +497,28 @@ pub(crate) async fn install(
             .verify_implemented()
             .await
             .map_err(|e| err(e.to_string()))?;
+        // The scripts and their packages byte-compiled now, by the
+        // sandbox's own CPython, so no call parses their sources. A build
+        // without the runtime skips it (its calls say why they cannot run).
+        if manifest.script_set().is_some()
+            && let Ok(runtime) = sandbox.script_runtime()
+        {
+            let files = crate::SkillFiles::from_dir(&staging_path)
+                .map_err(|e| err(format!("{label}: {e}")))?;
+            let pyc = runtime
+                .compile(&files)
+                .await
+                .map_err(|e| err(format!("{label}: byte-compiling its scripts: {e}")))?;
+            data.dir
+                .write(
+                    format!(
+                        "{staging}/{}",
+                        crate::skill::scripts::pycache_path(runtime.sha256())
+                    ),
+                    pyc.to_archive(),
+                )
+                .map_err(|e| err(format!("{label}: cannot keep its byte-code: {e}")))?;
+        }
         Ok(())
     }
     .await;

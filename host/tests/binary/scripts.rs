@@ -243,6 +243,14 @@ fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
     for name in bad_names {
         steps.push(json!({"call": "word-report.run_script", "args": {"script": "scripts/count_words.py", "files": [{"name": name, "text": "x"}]}}));
     }
+    // Over the caps: 33 input files, 65 arguments, a 17-deep name.
+    let many: Vec<Value> = (0..33)
+        .map(|i| json!({"name": format!("f{i}"), "text": "x"}))
+        .collect();
+    let deep = vec!["d"; 17].join("/");
+    steps.push(json!({"call": "word-report.run_script", "args": {"script": "scripts/count_words.py", "files": many}}));
+    steps.push(json!({"call": "word-report.run_script", "args": {"script": "scripts/count_words.py", "args": vec!["a"; 65]}}));
+    steps.push(json!({"call": "word-report.run_script", "args": {"script": "scripts/count_words.py", "files": [{"name": deep, "text": "x"}]}}));
     let steps = Value::Array(steps);
     let report = over_stdio(&data, "ana", &steps);
 
@@ -400,6 +408,33 @@ fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
             "{name:?}: {r}"
         );
         assert_eq!(r["result"]["isError"], true, "{name:?}: {r}");
+    }
+
+    let over = 11 + bad_names.len();
+    assert!(
+        report[over].to_string().contains("files"),
+        "{}",
+        report[over]
+    );
+    assert!(
+        report[over].to_string().contains("has more than 32 items"),
+        "{}",
+        report[over]
+    );
+    assert!(
+        report[over + 1].to_string().contains("args"),
+        "{}",
+        report[over + 1]
+    );
+    assert!(
+        report[over + 2]
+            .to_string()
+            .contains("17 names deep, over the cap of 16"),
+        "{}",
+        report[over + 2]
+    );
+    for r in &report[over..over + 3] {
+        assert_eq!(r["result"]["isError"], true, "{r}");
     }
 
     // Over HTTP, another persona cannot read ana's file; ana can.
@@ -656,6 +691,20 @@ fn packaged_scripts_run_unchanged_and_match_native_python() {
         ok(&data, &["grants", "skill", "ana", name, "on"]);
         skills.push(dir);
     }
+    // Each install kept its scripts' and packages' byte-code.
+    for name in ["pdf-forms", "office-docs", "skill-validator"] {
+        let versions = data.join("skills").join(name);
+        let kept: Vec<PathBuf> = walkdir(&versions)
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("pycache-") && n.ends_with(".zip"))
+            })
+            .collect();
+        assert_eq!(kept.len(), 1, "{name}: {kept:?}");
+        assert!(std::fs::metadata(&kept[0]).expect("pycache").len() > 1000);
+    }
     let validator_shown = ok(&data, &["skills", "show", "skill-validator"]);
     assert!(validator_shown.contains("pyyaml=="), "{validator_shown}");
 
@@ -779,7 +828,7 @@ fn packaged_scripts_run_unchanged_and_match_native_python() {
     }
     let inputs_of: Vec<(String, Vec<u8>)> = unpacked
         .iter()
-        .map(|(n, b)| (format!("{n}"), b.clone()))
+        .map(|(n, b)| (n.clone(), b.clone()))
         .collect();
     let refs: Vec<(&str, &[u8])> = inputs_of
         .iter()

@@ -28,6 +28,17 @@ use sha2::{Digest, Sha256};
 use crate::sandbox::{Interpreter, ScriptRuntimeError, SkillFiles};
 use crate::skill::manifest::{ManifestWarning, ScriptsDecl, ScriptsPermission, SkillManifest};
 
+/// Where an install keeps its scripts' byte-code made by the runtime of
+/// digest `runtime` (hex), relative to its folder: a zip of `.pyc` files
+/// (`PycTree::to_archive`), made again by an install after the runtime
+/// changed, else compiled at the first call.
+pub fn pycache_path(runtime: &str) -> String {
+    format!(
+        ".skillhost/pycache-{}.zip",
+        runtime.get(..16).unwrap_or(runtime)
+    )
+}
+
 /// How much of a script's head is read for its docstring and `__main__`
 /// guard: 64 KiB, more than any script's preamble.
 const HEAD_BYTES: usize = 64 << 10;

@@ -56,10 +56,14 @@ pub struct Prepared {
 
 /// Resolves (with `wheels`) or checks again (without) the packages of the
 /// skill in `dir`, writes its `.packages/` and unpacks `.python/`; `None`
-/// when it declares no requirements and has no lock. An error names the
+/// when it has no scripts, or declares no requirements and has no lock. An error names the
 /// package, version and file at fault.
 pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, String> {
     let manifest = SkillManifest::load_dir(dir).map_err(|e| e.to_string())?;
+    // Only scripts take packages this way (a component's are vendored).
+    if manifest.script_set().is_none() {
+        return Ok(None);
+    }
     let drop_native: Vec<String> = manifest
         .scripts
         .as_ref()
