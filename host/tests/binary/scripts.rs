@@ -11,6 +11,7 @@ use std::process::Command;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::common;
 use crate::common::*;
 
 /// The fixture skill (standard library only) copied into `work`.
@@ -182,11 +183,12 @@ fn structured(step: &Value) -> &Value {
 
 const SAMPLE: &str = "The cat and the hat.\nThe cat sat; the hat didn't.\n";
 
+on_each_database! {
 /// Every check of one served host, in order: approval first; then the
 /// scripts' results against native python3, a file made by one call read
 /// by the next by ref and by `resources/read`, confirmations, a failing
 /// script, and each refusal; the same calls over HTTP; the hold after an
-/// edit.
+/// edit. On both databases (the refs' makers are a column of each).
 #[test]
 fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
     let work = tempfile::tempdir().expect("tempdir");
@@ -506,6 +508,7 @@ fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
     );
     assert_eq!(structured(&again[0])["stdout"], "edited\n", "{}", again[0]);
     drop(server);
+}
 }
 
 /// The folder of pure wheels the packaged fixtures resolve against
