@@ -194,6 +194,34 @@ fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
     let work = tempfile::tempdir().expect("tempdir");
     let (data, skill) = setup(work.path());
 
+    // check: the shell script is a warning, not a problem; so is a
+    // description longer than the Agent Skills specification's.
+    let checked = ok(&data, &["check", skill.to_str().expect("utf-8")]);
+    assert!(
+        checked.contains("warning: scripts/setup.sh is a shell script (bash)"),
+        "{checked}"
+    );
+    assert!(
+        checked.contains("3 scripts run by `word-report.run_script`"),
+        "{checked}"
+    );
+    let long = work.path().join("long");
+    std::fs::create_dir_all(&long).expect("mkdir");
+    std::fs::write(
+        long.join("SKILL.md"),
+        format!(
+            "---\nname: long\ndescription: {}\n---\nBody.\n",
+            "d".repeat(1100)
+        ),
+    )
+    .expect("write");
+    let checked = ok(&data, &["check", long.to_str().expect("utf-8")]);
+    assert!(
+        checked.contains("warning: SKILL.md: `description` is 1100 characters, longer than the 1024"),
+        "{checked}"
+    );
+    assert!(checked.contains("ok: long@0.0.0"), "{checked}");
+
     // Not approved: the skill waits, and says what for.
     let shown = ok(&data, &["skills", "show", "word-report"]);
     assert!(shown.contains("state:    unapproved"), "{shown}");
