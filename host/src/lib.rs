@@ -91,11 +91,27 @@ pub use skill::guest_build::{
     rebuild_skill,
 };
 pub use skill::manifest::{
+    AGENT_SKILL_DESCRIPTION_CHARS, DEFAULT_SCRIPTS_FOLDER, ManifestWarning, PythonDecl,
+    ReadOnlyScripts, ScriptsDecl, ScriptsPermission,
+};
+pub use skill::manifest::{
     AGENT_SKILL_FILE, Example, MANIFEST_FILE, MAX_YAML_DEPTH, ManifestError, ManifestLimits,
     Permissions, PromptArgumentDecl, PromptDecl, PromptMessageDecl, PromptRole, ResourceDecl,
     ResourceTemplateDecl, SecretDecl, SkillManifest, ToolDecl, valid_tool_name,
 };
 pub use skill::schema::{Schema, default_args_schema};
+pub use skill::scripts::mime::mime_type_of;
+pub use skill::scripts::packages::{Prepared as PreparedPackages, prepare as prepare_packages};
+pub use skill::scripts::requirements::{
+    Lock as PackageLock, Pin as PackagePin, normalize_package_name, valid_package_name,
+};
+pub use skill::scripts::resolve::{Requirement, marker_holds};
+pub use skill::scripts::tool::{
+    RUN_SCRIPT, ScriptCall, ScriptFileArg, run_script_description, run_script_schema,
+    run_script_tool,
+};
+pub use skill::scripts::wheel::{CheckedWheel, WheelName, check_wheel};
+pub use skill::scripts::{Script, ScriptSet, ScriptsError};
 pub use skill::{Skill, SkillError};
 
 // Bundles: pack, open, sign, install.

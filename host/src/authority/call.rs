@@ -421,23 +421,57 @@ impl Stop {
 }
 
 /// The outcome of executing a tool, before recording.
-struct Executed {
-    outcome: Outcome,
-    output: Option<RunOutput>,
-    error: Option<String>,
-    trap: Option<TrapReason>,
+pub(super) struct Executed {
+    pub(super) outcome: Outcome,
+    pub(super) output: Option<RunOutput>,
+    pub(super) error: Option<String>,
+    pub(super) trap: Option<TrapReason>,
     /// The outbound HTTP requests a skill's call made.
-    outbound: Vec<OutboundRecord>,
+    pub(super) outbound: Vec<OutboundRecord>,
 }
 
 impl Executed {
-    fn failed(outcome: Outcome, error: impl Into<String>) -> Executed {
+    pub(super) fn failed(outcome: Outcome, error: impl Into<String>) -> Executed {
         Executed {
             outcome,
             output: None,
             error: Some(error.into()),
             trap: None,
             outbound: Vec::new(),
+        }
+    }
+}
+
+impl Executed {
+    /// A sandbox call's error as the run's outcome, error and trap.
+    pub(super) fn from_call_error(e: crate::sandbox::CallError) -> Executed {
+        let message = e.to_string();
+        let (outcome, trap) = match &e.failure {
+            CallFailure::Tool {
+                error: ToolError::Denied(_),
+            } => (Outcome::Denied, None),
+            CallFailure::Tool { .. } | CallFailure::Busy { .. } => (Outcome::Error, None),
+            CallFailure::Asked {
+                stop: crate::AskStop::InputRequired { .. },
+            } => (Outcome::InputRequired, None),
+            CallFailure::Asked {
+                stop: crate::AskStop::MissingCapability { .. },
+            } => (Outcome::Denied, None),
+            CallFailure::Asked {
+                stop: crate::AskStop::InvalidAnswer { .. },
+            } => (Outcome::Error, None),
+            CallFailure::Trapped {
+                reason: TrapReason::Deadline,
+                ..
+            } => (Outcome::Timeout, Some(TrapReason::Deadline)),
+            CallFailure::Trapped { reason, .. } => (Outcome::Trapped, Some(*reason)),
+        };
+        Executed {
+            outcome,
+            output: None,
+            error: Some(message),
+            trap,
+            outbound: e.outbound,
         }
     }
 }
@@ -556,10 +590,19 @@ impl HostInner {
             };
             return self.finish(run, stop.into());
         }
-        if let Err(e) = self.check_refs(&req.input_refs) {
+        // A script call's files name refs: they are the call's input refs,
+        // checked as any are, and recorded with its run.
+        if entry.scripts.is_some() {
+            for r in crate::skill::scripts::tool::refs_in(&args) {
+                if !run.input_refs.contains(&r) {
+                    run.input_refs.push(r);
+                }
+            }
+        }
+        if let Err(e) = self.check_refs(&run.input_refs) {
             return self.finish(run, Stop::Ref(e).into());
         }
-        if entry.spec.requires_confirmation && !req.confirmed && approved.is_none() {
+        if entry.requires_confirmation(&args) && !req.confirmed && approved.is_none() {
             if run.parent.is_some() {
                 return self.finish(run, Stop::ConfirmationInInvoke(tool.to_string()).into());
             }
@@ -575,7 +618,7 @@ impl HostInner {
         // someone confirmed, is on disk before its answer: a kill -9 never
         // loses it. A read-only call's record follows within one group
         // commit.
-        if (entry.spec.mutates_data || entry.spec.requires_confirmation)
+        if (entry.spec.mutates_data || entry.requires_confirmation(&args))
             && !self.writer.durable().await
         {
             tracing::error!(
@@ -733,6 +776,9 @@ impl HostInner {
         args: &Value,
         req: &CallRequest,
     ) -> Executed {
+        if let Some(set) = &entry.scripts {
+            return self.execute_script(reg, set, name, run, args, req).await;
+        }
         let skill = match self.skill(reg, name) {
             Ok(s) => s,
             Err(e) => return Stop::Skill(e).into(),
@@ -814,36 +860,7 @@ impl HostInner {
                     outbound: out.outbound,
                 }
             }
-            Err(e) => {
-                let message = e.to_string();
-                let (outcome, trap) = match &e.failure {
-                    CallFailure::Tool {
-                        error: ToolError::Denied(_),
-                    } => (Outcome::Denied, None),
-                    CallFailure::Tool { .. } | CallFailure::Busy { .. } => (Outcome::Error, None),
-                    CallFailure::Asked {
-                        stop: crate::AskStop::InputRequired { .. },
-                    } => (Outcome::InputRequired, None),
-                    CallFailure::Asked {
-                        stop: crate::AskStop::MissingCapability { .. },
-                    } => (Outcome::Denied, None),
-                    CallFailure::Asked {
-                        stop: crate::AskStop::InvalidAnswer { .. },
-                    } => (Outcome::Error, None),
-                    CallFailure::Trapped {
-                        reason: TrapReason::Deadline,
-                        ..
-                    } => (Outcome::Timeout, Some(TrapReason::Deadline)),
-                    CallFailure::Trapped { reason, .. } => (Outcome::Trapped, Some(*reason)),
-                };
-                Executed {
-                    outcome,
-                    output: None,
-                    error: Some(message),
-                    trap,
-                    outbound: e.outbound,
-                }
-            }
+            Err(e) => Executed::from_call_error(e),
         }
     }
 

@@ -42,6 +42,7 @@ pub(crate) mod questions;
 pub(crate) mod reach;
 mod redaction;
 pub(crate) mod runs;
+pub(crate) mod scripts;
 pub(crate) mod secrets;
 mod servers;
 mod skills;
@@ -84,6 +85,8 @@ pub(crate) struct HostInner {
     /// (`secrets.rs` `sealing_key`).
     sealing: std::sync::OnceLock<Arc<crate::state::sealing::SealingKey>>,
     loaded: Mutex<HashMap<String, (String, Skill)>>,
+    /// Skills' files for their scripts, with byte-code, by digest.
+    script_files: scripts::ScriptFiles,
     events: tokio::sync::broadcast::Sender<HostEvent>,
     approval_ttl: Duration,
     /// Keep every call's arguments with its run (`settings.json`

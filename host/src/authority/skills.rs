@@ -64,6 +64,13 @@ pub struct SkillStatus {
     /// A newer version installed but waiting for approval of the
     /// permissions it adds.
     pub held: Option<HeldVersion>,
+    /// What loaded but should be known: a `SKILL.md` description longer
+    /// than the specification's, a script the sandbox cannot run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::ManifestWarning>,
+    /// Its scripts (what `<skill>.run_script` runs), if it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scripts: Option<crate::ScriptSet>,
 }
 
 impl Host {
@@ -104,6 +111,12 @@ impl Host {
                 permissions: info.entry.permissions.clone(),
                 permissions_digest: info.entry.permissions.digest(),
                 held: info.entry.held.clone(),
+                warnings: info
+                    .manifest
+                    .as_ref()
+                    .map(|m| m.warnings.clone())
+                    .unwrap_or_default(),
+                scripts: info.manifest.as_ref().and_then(|m| m.script_set().cloned()),
             })
             .collect())
     }

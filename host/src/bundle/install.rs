@@ -318,6 +318,31 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, CatalogError> 
                 .and_then(|()| f.sync_all())
                 .map_err(|e| err(format!("cannot write `{path}`: {e}")))?;
         }
+        // The scripts' packages: the signed lock's wheels checked again
+        // and unpacked where the scripts import them from.
+        let file = |path: &str| bundle.files.get(path).cloned();
+        if let Some(lock) = file(crate::skill::scripts::requirements::LOCK_PATH) {
+            use crate::skill::scripts::{packages, requirements};
+            let lock = requirements::Lock::parse(&String::from_utf8_lossy(&lock)).map_err(err)?;
+            let unpacked = packages::unpacked_files(&lock, &|wheel| {
+                file(&format!("{}/{wheel}", requirements::WHEELS_DIR))
+            })
+            .map_err(err)?;
+            for (path, bytes) in &unpacked.files {
+                let path = format!("{}/{path}", packages::UNPACKED_DIR);
+                if let Some((parent, _)) = path.rsplit_once('/') {
+                    staging
+                        .create_dir_with(parent, &private_dirs())
+                        .map_err(|e| err(format!("cannot create `{parent}`: {e}")))?;
+                }
+                let mut f = staging
+                    .open_with(&path, &private_new_file())
+                    .map_err(|e| err(format!("cannot create `{path}`: {e}")))?;
+                f.write_all(bytes)
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| err(format!("cannot write `{path}`: {e}")))?;
+            }
+        }
         // The signed statement stays with the install: it lists every file
         // with its digest (served to MCP clients as the skill's files).
         staging
@@ -472,6 +497,28 @@ pub(crate) async fn install(
             .verify_implemented()
             .await
             .map_err(|e| err(e.to_string()))?;
+        // The scripts and their packages byte-compiled now, by the
+        // sandbox's own CPython, so no call parses their sources. A build
+        // without the runtime skips it (its calls say why they cannot run).
+        if manifest.script_set().is_some()
+            && let Ok(runtime) = sandbox.script_runtime()
+        {
+            let files = crate::SkillFiles::from_dir(&staging_path)
+                .map_err(|e| err(format!("{label}: {e}")))?;
+            let pyc = runtime
+                .compile(&files)
+                .await
+                .map_err(|e| err(format!("{label}: byte-compiling its scripts: {e}")))?;
+            data.dir
+                .write(
+                    format!(
+                        "{staging}/{}",
+                        crate::skill::scripts::pycache_path(runtime.sha256())
+                    ),
+                    pyc.to_archive(),
+                )
+                .map_err(|e| err(format!("{label}: cannot keep its byte-code: {e}")))?;
+        }
         Ok(())
     }
     .await;

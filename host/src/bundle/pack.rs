@@ -25,6 +25,9 @@ const EXCLUDED_DIRS: &[&str] = &[
     "node_modules",
     ".venv",
     "__pycache__",
+    // A skill's packages unpacked for its own runs: the bundle carries
+    // the wheels (`.packages/`), unpacked again at install.
+    ".python",
 ];
 /// Files never packed.
 const EXCLUDED_FILES: &[&str] = &[".gitignore", ".gitattributes", ".DS_Store"];
@@ -136,6 +139,9 @@ pub fn pack_dir(dir: &Path, key: Option<&SecretKey>) -> Result<(Vec<u8>, Stateme
             )));
         }
     }
+    // The scripts' packages: the lock and wheels in `.packages/` checked
+    // again (or requirements without a lock refused, naming `--wheels`).
+    crate::skill::scripts::packages::prepare(dir, None).map_err(&fail)?;
     let mut files = Vec::new();
     collect(dir, "", &mut files, &fail)?;
     if files.len() + 2 > MAX_ENTRIES {

@@ -330,6 +330,13 @@ pub(super) async fn check(sandbox: &Sandbox, dir: &Path) -> (Vec<String>, String
         manifest.tools.len(),
         manifest.examples.len()
     );
+    if let Some(set) = manifest.script_set() {
+        summary.push_str(&format!(
+            "; {} scripts run by `{}`",
+            set.scripts.iter().filter(|s| s.refusal().is_none()).count(),
+            skillhost::run_script_tool(&manifest.name)
+        ));
+    }
     let asks = manifest.permissions.beyond(&Default::default());
     if !asks.is_empty() {
         summary.push_str(&format!(

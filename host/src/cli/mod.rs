@@ -138,6 +138,11 @@ enum Command {
     Check {
         /// The skill folder.
         dir: PathBuf,
+        /// A folder of wheels to resolve the scripts' Python requirements
+        /// against (writes `.packages/` with the lock and the chosen
+        /// wheels, and unpacks them into `.python/`).
+        #[arg(long)]
+        wheels: Option<PathBuf>,
     },
     /// Generate an ed25519 publisher key pair: NAME.key (secret, mode 0600)
     /// and NAME.pub.
@@ -161,6 +166,11 @@ enum Command {
         /// examples cannot run here.
         #[arg(long)]
         no_check: bool,
+        /// A folder of wheels to resolve the scripts' Python requirements
+        /// against (as `check --wheels`); without it, the lock in
+        /// `.packages/` is checked again.
+        #[arg(long)]
+        wheels: Option<PathBuf>,
     },
     /// Check a bundle and print its name, version, signer, trust and files.
     Verify {
@@ -480,9 +490,22 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             println!("{}", made.display());
             Ok(())
         }
-        Command::Check { dir } => {
+        Command::Check { dir, wheels } => {
+            if let Some(p) = skillhost::prepare_packages(&dir, wheels.as_deref())
+                .map_err(|e| anyhow::anyhow!("{}: {}", dir.display(), one_line(&e)))?
+            {
+                println!("packages: {}", p.packages.join(", "));
+                for d in &p.dropped {
+                    println!("dropped native file: {d}");
+                }
+            }
             let sandbox = open_sandbox(&cli.data_dir)?;
             let (problems, summary) = author::check(&sandbox, &dir).await;
+            if let Ok(manifest) = SkillManifest::load_dir(&dir) {
+                for w in &manifest.warnings {
+                    println!("warning: {}", one_line(&w.to_string()));
+                }
+            }
             if problems.is_empty() {
                 println!("ok: {summary}");
                 Ok(())
@@ -499,7 +522,16 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             key,
             out,
             no_check,
+            wheels,
         } => {
+            if let Some(p) = skillhost::prepare_packages(&dir, wheels.as_deref())
+                .map_err(|e| anyhow::anyhow!("not packed: {}", one_line(&e)))?
+            {
+                println!("packages: {}", p.packages.join(", "));
+                for d in &p.dropped {
+                    println!("dropped native file: {d}");
+                }
+            }
             // A component older than its sources is never signed, checked
             // or not: the bundle would not run what its sources say.
             if let Ok(manifest) = SkillManifest::load_dir(&dir)

@@ -107,6 +107,16 @@ fn print_permissions(p: &skillhost::Permissions) {
     if p.roots {
         println!("    roots    ask the caller's client for its roots");
     }
+    if let Some(s) = &p.scripts {
+        println!(
+            "    scripts  run in the sandbox (digest {}): {}",
+            s.digest.get(..12).unwrap_or(&s.digest),
+            s.scripts.join(", ")
+        );
+        if !s.packages.is_empty() {
+            println!("    packages {}", s.packages.join(", "));
+        }
+    }
 }
 
 pub(super) fn keygen(out: &Path) -> anyhow::Result<()> {
@@ -403,6 +413,25 @@ fn skills_with(host: &skillhost::Host, cmd: SkillsCommand) -> anyhow::Result<()>
             println!("enabled:  {}", if s.enabled { "yes" } else { "no" });
             println!("state:    {}", state["state"].as_str().unwrap_or("-"));
             println!("tools:    {}", s.tools.join(", "));
+            if let Some(set) = &s.scripts {
+                println!(
+                    "scripts:  {} ({} script{})",
+                    skillhost::run_script_tool(&s.name),
+                    set.scripts.len(),
+                    if set.scripts.len() == 1 { "" } else { "s" }
+                );
+                for script in &set.scripts {
+                    let note = match script.refusal() {
+                        Some(_) => " (cannot run in the sandbox)".to_string(),
+                        None if script.read_only => " (read-only)".to_string(),
+                        None => String::new(),
+                    };
+                    println!("    {}{note}", script.path);
+                }
+            }
+            for w in &s.warnings {
+                println!("warning:  {w}");
+            }
             println!("permissions (digest {}):", s.permissions_digest);
             print_permissions(&s.permissions);
             if let Some(u) = state["unapproved"].as_array() {

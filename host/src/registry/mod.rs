@@ -304,6 +304,24 @@ pub(crate) struct Entry {
     pub disabled: Option<String>,
     /// MCP: the call's timeout (for `why`).
     pub timeout: Option<Duration>,
+    /// A skill's `run_script` tool: its scripts (which decide, per call,
+    /// whether the chosen script needs confirmation).
+    pub scripts: Option<Arc<crate::skill::scripts::ScriptSet>>,
+}
+
+impl Entry {
+    /// Whether a call with `args` stops for confirmation: the tool's
+    /// declaration, or for a `run_script` call the chosen script's (a
+    /// script not declared read-only does).
+    pub fn requires_confirmation(&self, args: &Value) -> bool {
+        match &self.scripts {
+            Some(set) => {
+                let script = args.get("script").and_then(Value::as_str);
+                !script.and_then(|p| set.get(p)).is_some_and(|s| s.read_only)
+            }
+            None => self.spec.requires_confirmation,
+        }
+    }
 }
 
 /// Everything the registry is built from.
@@ -532,6 +550,37 @@ impl Registry {
                 output,
                 disabled: None,
                 timeout: None,
+                scripts: None,
+            });
+        }
+        if let Some(set) = m.script_set.clone() {
+            let input_schema = crate::skill::scripts::tool::run_script_schema(&set);
+            let input = compile(&input_schema, "the run_script input schema")?;
+            let all_read_only = set.all_read_only();
+            entries.push(Entry {
+                spec: Arc::new(ToolSpec {
+                    name: crate::skill::scripts::tool::run_script_tool(&m.name),
+                    specialist: DEFAULT_SPECIALIST.to_string(),
+                    tool: crate::skill::scripts::tool::run_script_tool(&m.name),
+                    requires_confirmation: !all_read_only,
+                    confirmation_reason: (!all_read_only).then(|| {
+                        "its scripts are not all declared read-only (`scripts.read_only` in \
+                         skill.yaml); a call of a read-only one needs no confirmation"
+                            .to_string()
+                    }),
+                    mutates_data: !all_read_only,
+                    server: server.clone(),
+                    provider: Provider::Skill(m.name.clone()),
+                    description: crate::skill::scripts::tool::run_script_description(&m.name, &set),
+                    input_schema,
+                    output_schema: None,
+                    open_world: !m.permissions.network.is_empty(),
+                }),
+                input,
+                output: None,
+                disabled: None,
+                timeout: None,
+                scripts: Some(set),
             });
         }
         for e in entries {
@@ -590,6 +639,7 @@ impl Registry {
                 output,
                 disabled: t.disabled_reason.clone(),
                 timeout: Some(t.tool.timeout),
+                scripts: None,
             },
             "skills before MCP servers, servers by name",
         );

@@ -7,6 +7,7 @@ pub(crate) mod content;
 pub(crate) mod guest_build;
 pub(crate) mod manifest;
 pub(crate) mod schema;
+pub mod scripts;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -116,15 +116,22 @@ impl Schema {
     }
 }
 
+/// `s` cut to about `max` bytes in its middle: a validation message
+/// echoes the value first and says what is wrong with it last (`[…] has
+/// more than 32 items`), so both ends are kept.
 fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
+    let mut head = max / 2;
+    while !s.is_char_boundary(head) {
+        head -= 1;
     }
-    format!("{}…", &s[..end])
+    let mut tail = s.len() - max / 2;
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}…{}", &s[..head], &s[tail..])
 }
 
 #[cfg(test)]

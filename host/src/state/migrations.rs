@@ -269,6 +269,10 @@ const SQLITE: &[&str] = &[
      CREATE TRIGGER gen_documents_i AFTER INSERT ON sealed_documents BEGIN UPDATE generation SET value = value + 1; END;
      CREATE TRIGGER gen_documents_u AFTER UPDATE ON sealed_documents BEGIN UPDATE generation SET value = value + 1; END;
      CREATE TRIGGER gen_documents_d AFTER DELETE ON sealed_documents BEGIN UPDATE generation SET value = value + 1; END;",
+    // 17: who made a ref a skill's script wrote (the persona, or none for
+    // the operator, and the run), so the front serves it to that persona.
+    "ALTER TABLE refs ADD COLUMN made_by TEXT;
+     ALTER TABLE refs ADD COLUMN made_by_run TEXT;",
 ];
 
 /// PostgreSQL's migrations: (version, statements), in order. The schema
@@ -488,6 +492,11 @@ const POSTGRES: &[(i64, &str)] = &[
          );
          CREATE TRIGGER gen_documents AFTER INSERT OR UPDATE OR DELETE ON sealed_documents
             FOR EACH ROW EXECUTE FUNCTION skillhost_state_changed();",
+    ),
+    (
+        17,
+        "ALTER TABLE refs ADD COLUMN made_by TEXT;
+         ALTER TABLE refs ADD COLUMN made_by_run TEXT;",
     ),
 ];
 

@@ -51,6 +51,10 @@ pub(crate) const MAX_READ: u32 = 1 << 20;
 /// Name of the blob folder inside the data dir.
 pub(crate) const REFS_DIR: &str = "refs";
 
+/// `refs.made_by` of a ref the operator's call of a script made (a
+/// persona id never holds a space).
+const OPERATOR_MAKER: &str = "(operator)";
+
 /// Prefix of every ref id.
 const ID_PREFIX: &str = "ref_";
 
@@ -443,6 +447,33 @@ impl Store {
             }
         };
         self.db().query_map(sql, params![], ref_from_row)
+    }
+
+    /// Records who made ref `id`: the run `run` of `persona` (none: the
+    /// operator) whose script wrote it.
+    pub(crate) fn set_ref_maker(
+        &self,
+        id: &str,
+        persona: Option<&str>,
+        run: &str,
+    ) -> db::Result<()> {
+        self.db().execute(
+            "UPDATE refs SET made_by = ?2, made_by_run = ?3 WHERE ref_id = ?1",
+            params![id, persona.unwrap_or(OPERATOR_MAKER), run],
+        )?;
+        Ok(())
+    }
+
+    /// Who made ref `id` through a script: `Some(Some(persona))`,
+    /// `Some(None)` for the operator, `None` when no script made it (or
+    /// there is no such ref).
+    pub(crate) fn ref_maker(&self, id: &str) -> db::Result<Option<Option<String>>> {
+        let made: Option<Option<String>> = self.db().query_opt(
+            "SELECT made_by FROM refs WHERE ref_id = ?1",
+            params![id],
+            |r| r.get(0),
+        )?;
+        Ok(made.flatten().map(|m| (m != OPERATOR_MAKER).then_some(m)))
     }
 
     /// Forgets a ref; false if it was not there.

@@ -23,6 +23,7 @@ mod mcp_cli;
 mod oauth_upstream;
 mod permissions;
 mod replicas;
+mod scripts;
 mod serve;
 mod serve_api;
 mod serve_ask;

@@ -495,6 +495,11 @@ pub(crate) struct SkillCard {
     pub held: Option<String>,
     /// The installed versions, newest first (managed installs).
     pub versions: Vec<String>,
+    /// Its scripts, one line each (what its `run_script` tool runs, and
+    /// why one cannot run).
+    pub scripts: Vec<String>,
+    /// What loaded but should be known, one line each.
+    pub warnings: Vec<String>,
 }
 
 impl SkillCard {
@@ -559,6 +564,17 @@ impl SkillCard {
                 )
             }),
             versions: versions.iter().map(|r| r.version.to_string()).collect(),
+            scripts: s
+                .scripts
+                .iter()
+                .flat_map(|set| &set.scripts)
+                .map(|script| match (script.refusal(), script.read_only) {
+                    (Some(_), _) => format!("{} (cannot run in the sandbox)", script.path),
+                    (None, true) => format!("{} (read-only)", script.path),
+                    (None, false) => script.path.clone(),
+                })
+                .collect(),
+            warnings: s.warnings.iter().map(|w| w.to_string()).collect(),
         }
     }
 }
@@ -593,6 +609,16 @@ fn permission_lines(p: &crate::Permissions) -> Vec<String> {
     }
     if p.roots {
         lines.push("asks the caller for its roots".into());
+    }
+    if let Some(s) = &p.scripts {
+        lines.push(format!(
+            "runs its scripts in the sandbox ({}; digest {})",
+            s.scripts.join(", "),
+            s.digest.get(..12).unwrap_or(&s.digest)
+        ));
+        if !s.packages.is_empty() {
+            lines.push(format!("with the packages {}", s.packages.join(", ")));
+        }
     }
     lines
 }

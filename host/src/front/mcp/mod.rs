@@ -330,6 +330,36 @@ impl McpFront {
     /// `resources/read` of a URI a skill publishes: one of its files, or
     /// a template read by its tool (a call as the reader, with the URI's
     /// variables as arguments).
+    /// `resources/read` of a file a script of this caller's wrote
+    /// (`skillhost://refs/ID`, the link a `run_script` result gave).
+    async fn script_ref(&self, uri: &str, id: &str) -> Result<ReadResourceResponse, ErrorData> {
+        let (host, caller, id) = (self.host.clone(), self.caller.clone(), id.to_string());
+        let (info, bytes) = tokio::task::spawn_blocking(move || host.read_script_ref(&caller, &id))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("reading {uri} failed: {e}"), None))?
+            .map_err(|e| match e {
+                crate::RefError::NotFound(_) => unknown_uri(uri),
+                other => rpc_error(&other),
+            })?;
+        let mime = crate::mime_type_of(&info.label);
+        let contents = match String::from_utf8(bytes) {
+            Ok(text) if crate::skill::scripts::mime::is_text(mime) => {
+                rmcp::model::ResourceContents::text(text, uri).with_mime_type(mime)
+            }
+            Ok(text) => rmcp::model::ResourceContents::blob(
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, text.as_bytes()),
+                uri,
+            )
+            .with_mime_type(mime),
+            Err(e) => rmcp::model::ResourceContents::blob(
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, e.as_bytes()),
+                uri,
+            )
+            .with_mime_type(mime),
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
     async fn published_resource(
         &self,
         uri: &str,
@@ -1119,6 +1149,9 @@ impl ServerHandler for McpFront {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let result = async {
             let uri = request.uri;
+            if let Some(id) = uri.strip_prefix(crate::authority::scripts::REF_URI_PREFIX) {
+                return self.script_ref(&uri, id).await;
+            }
             if skill_of_uri(&uri).is_none() {
                 return self.published_resource(&uri, &context).await;
             }

@@ -38,6 +38,8 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
+use crate::skill::scripts::tool::instructions_note;
+
 use crate::bundle::{STATEMENT_PATH, Statement, is_packed};
 use crate::registry::SkillInfo;
 use crate::registry::catalog::SkillSource;
@@ -267,7 +269,18 @@ impl ServedSkill {
                 let bytes = served.read_listed(data, &own)?;
                 let text = std::str::from_utf8(&bytes)
                     .map_err(|_| format!("skill `{name}`: SKILL.md is not UTF-8"))?;
-                frontmatter_of(text).map_err(|e| format!("skill `{name}`: SKILL.md {e}"))?
+                let fm =
+                    frontmatter_of(text).map_err(|e| format!("skill `{name}`: SKILL.md {e}"))?;
+                // A skill with scripts: its instructions say "run"; the
+                // agent is told which tool runs them. Served (and listed)
+                // with the note, so its size and digest are what is read.
+                if manifest.script_set().is_some() {
+                    let noted = format!("{text}{}", instructions_note(name)).into_bytes();
+                    files.retain(|f| f.path != SKILL_MD);
+                    files.push(listed(SKILL_MD, &noted));
+                    served.generated = Some(noted);
+                }
+                fm
             }
             None => {
                 let fm = generated_frontmatter(manifest);
@@ -585,6 +598,9 @@ pub(crate) fn generated_skill_md(
     if !m.instructions.trim().is_empty() {
         md.push_str(&format!("\n## Instructions\n\n{}\n", m.instructions.trim()));
     }
+    if m.script_set().is_some() {
+        md.push_str(&instructions_note(&m.name));
+    }
     if !m.tools.is_empty() {
         md.push_str("\n## Tools\n");
         for t in &m.tools {
@@ -610,10 +626,14 @@ pub(crate) fn generated_skill_md(
 
 /// The text of a skill's prompt: its instructions, else its description.
 pub(crate) fn prompt_text(m: &SkillManifest) -> String {
-    if m.instructions.trim().is_empty() {
+    let text = if m.instructions.trim().is_empty() {
         m.description.clone()
     } else {
         m.instructions.clone()
+    };
+    match m.script_set() {
+        Some(_) => format!("{text}{}", instructions_note(&m.name)),
+        None => text,
     }
 }
 

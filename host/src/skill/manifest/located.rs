@@ -150,6 +150,15 @@ impl ManifestError {
     }
 }
 
+/// Where the field at `path` is in `yaml` (the text of `file`), as
+/// ` (line L, column C)`; empty when it is not found.
+pub(super) fn place(yaml: &str, file: ManifestFile, path: &str) -> String {
+    match position(yaml, path) {
+        Some((line, column)) => format!(" (line {}, column {column})", line + file.lines_before()),
+        None => String::new(),
+    }
+}
+
 /// One step of a field's path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Step<'a> {

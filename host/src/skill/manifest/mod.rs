@@ -14,9 +14,13 @@ mod located;
 mod permissions;
 pub(crate) mod prompts;
 pub(crate) mod resources;
-pub use permissions::{Permissions, SecretDecl};
+mod scripts;
+mod warning;
+pub use permissions::{Permissions, ScriptsPermission, SecretDecl};
 pub use prompts::{PromptArgumentDecl, PromptDecl, PromptMessageDecl, PromptRole};
 pub use resources::{ResourceDecl, ResourceTemplateDecl};
+pub use scripts::{DEFAULT_SCRIPTS_FOLDER, PythonDecl, ReadOnlyScripts, ScriptsDecl};
+pub use warning::{AGENT_SKILL_DESCRIPTION_CHARS, ManifestWarning};
 
 /// Name of the manifest file in a skill folder.
 pub const MANIFEST_FILE: &str = "skill.yaml";
@@ -118,6 +122,17 @@ pub struct SkillManifest {
     /// read-only tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_templates: Vec<ResourceTemplateDecl>,
+    /// How the skill's scripts folder is run (optional: a skill with a
+    /// `scripts/` folder gets the defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripts: Option<ScriptsDecl>,
+    /// What loaded but should be known (a long `SKILL.md` description, a
+    /// script the sandbox cannot run); never read from the file.
+    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<ManifestWarning>,
+    /// The scripts found in the skill's folder ([`SkillManifest::load_dir`]).
+    #[serde(skip)]
+    pub(crate) script_set: Option<std::sync::Arc<crate::skill::scripts::ScriptSet>>,
 }
 
 /// One tool a skill's component implements.
@@ -254,6 +269,11 @@ pub enum ManifestError {
     /// message begins with the file's name.
     #[error("{0}")]
     Syntax(String),
+    /// The skill's scripts folder cannot be read (a symbolic link out of
+    /// the skill folder, a folder over the sandbox's caps, a declared
+    /// read-only script that is not one).
+    #[error("{0}")]
+    Scripts(String),
     /// The YAML parsed but its content is not allowed; every problem is listed.
     #[error("{file} of `{skill}`: {}", problems.join("; "))]
     Invalid {
@@ -580,9 +600,7 @@ impl SkillManifest {
                 fm.name.escape_debug()
             ));
         }
-        if fm.description.chars().count() > 1024 {
-            problems.push("`description` is longer than 1024 characters".into());
-        }
+        let description_chars = fm.description.chars().count();
         if fm
             .compatibility
             .as_ref()
@@ -628,10 +646,21 @@ impl SkillManifest {
             prompts: Vec::new(),
             resources: Vec::new(),
             resource_templates: Vec::new(),
+            scripts: None,
+            warnings: Vec::new(),
+            script_set: None,
         };
         manifest
             .validate(file.name())
             .map_err(|e| e.located(front, file))?;
+        // Longer than the specification allows, yet only a client could
+        // break on it: the whole manifest's byte cap is the refusal.
+        if description_chars > AGENT_SKILL_DESCRIPTION_CHARS {
+            manifest.warnings.push(ManifestWarning::LongDescription {
+                chars: description_chars,
+                place: located::place(front, file, "description"),
+            });
+        }
         Ok(manifest)
     }
 
@@ -649,16 +678,35 @@ impl SkillManifest {
                 ManifestError::Syntax(format!("{name}: cannot read {}: {e}", path.display()))
             })
         };
-        if yaml.exists() {
-            SkillManifest::parse(&read(&yaml)?)
+        let mut manifest = if yaml.exists() {
+            SkillManifest::parse(&read(&yaml)?)?
         } else if md.exists() {
-            SkillManifest::parse_skill_md(&read(&md)?)
+            SkillManifest::parse_skill_md(&read(&md)?)?
         } else {
-            Err(ManifestError::Syntax(format!(
+            return Err(ManifestError::Syntax(format!(
                 "{} has neither {MANIFEST_FILE} nor {AGENT_SKILL_FILE}",
                 dir.display()
-            )))
+            )));
+        };
+        let scanned = crate::skill::scripts::ScriptSet::scan(dir, &manifest)
+            .map_err(|e| ManifestError::Scripts(format!("skill `{}`: {e}", manifest.name)))?;
+        if let Some((set, _files)) = scanned {
+            manifest.warnings.extend(set.warnings());
+            manifest.permissions.scripts = Some(set.permission());
+            manifest.script_set = Some(std::sync::Arc::new(set));
         }
+        Ok(manifest)
+    }
+
+    /// The scripts of the skill, when it was read from a folder that has
+    /// them ([`SkillManifest::load_dir`]).
+    ///
+    /// ```no_run
+    /// let m = skillhost::SkillManifest::load_dir(std::path::Path::new("plugins/text-tools")).unwrap();
+    /// assert!(m.script_set().is_none());
+    /// ```
+    pub fn script_set(&self) -> Option<&crate::skill::scripts::ScriptSet> {
+        self.script_set.as_deref()
     }
 
     /// Checks everything serde cannot: names, uniqueness, schemas, paths,
@@ -667,6 +715,9 @@ impl SkillManifest {
     fn validate(&mut self, file: &'static str) -> Result<(), ManifestError> {
         let mut problems = Vec::new();
         self.permissions.validate(&mut problems);
+        if let Some(s) = &self.scripts {
+            problems.extend(s.problems());
+        }
         problems.extend(prompts::problems(&self.name, &self.prompts));
         problems.extend(resources::problems(
             &self.resources,

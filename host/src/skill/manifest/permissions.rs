@@ -93,6 +93,34 @@ pub struct Permissions {
     /// the user works in).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub roots: bool,
+    /// The skill's scripts, derived by the host from its folder (the
+    /// scripts folder's files and the package lock), never written by the
+    /// author: approving it lets exactly these files run; any change to
+    /// them waits for approval again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripts: Option<ScriptsPermission>,
+}
+
+/// `permissions.scripts`: what an operator approves for a skill's
+/// scripts.
+///
+/// ```
+/// let p = skillhost::ScriptsPermission { digest: "ab".repeat(32), scripts: vec!["scripts/a.py".into()], packages: vec![] };
+/// let mut wants = skillhost::Permissions::default();
+/// wants.scripts = Some(p);
+/// assert!(wants.beyond(&Default::default())[0].starts_with("scripts abababababab"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptsPermission {
+    /// sha256 over every file of the scripts folder and the package lock
+    /// and wheels (`ScriptSet::digest`).
+    pub digest: String,
+    /// The scripts an agent may name.
+    pub scripts: Vec<String>,
+    /// The packages the lock pins, `name==version`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
 }
 
 /// One secret a skill declares: the host keeps its value and adds it as a
@@ -136,6 +164,7 @@ impl Permissions {
             && !self.assets
             && !self.sampling
             && !self.roots
+            && self.scripts.is_none()
     }
 
     /// The parsed network origins (every one parses: the manifest was
@@ -214,12 +243,32 @@ impl Permissions {
         if self.roots && !approved.roots {
             more.push("roots".into());
         }
+        if let Some(s) = &self.scripts
+            && approved.scripts.as_ref().map(|a| &a.digest) != Some(&s.digest)
+        {
+            let mut line = format!(
+                "scripts {} ({})",
+                s.digest.get(..12).unwrap_or(&s.digest),
+                s.scripts.join(", ")
+            );
+            if !s.packages.is_empty() {
+                line.push_str(&format!("; packages {}", s.packages.join(", ")));
+            }
+            more.push(line);
+        }
         more
     }
 
     /// Checks the set and puts every origin in canonical form; every
     /// problem is pushed to `problems`, naming the field.
     pub(crate) fn validate(&mut self, problems: &mut Vec<String>) {
+        if self.scripts.is_some() {
+            problems.push(
+                "`permissions.scripts`: derived by the host from the skill's scripts folder; \
+                 remove it (the operator approves the scripts as they are)"
+                    .into(),
+            );
+        }
         if self.network.len() > MAX_ORIGINS {
             problems.push(format!(
                 "`permissions.network`: {} origins, more than the {MAX_ORIGINS} allowed",

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+pip install nothing

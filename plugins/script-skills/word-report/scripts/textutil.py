@@ -1,0 +1,5 @@
+"""Helpers the scripts may import (not a script itself)."""
+
+
+def words(text):
+    return text.split()
