@@ -53,7 +53,6 @@ pub use authority::handoff::{
 pub use authority::metrics::METRICS_CONTENT_TYPE;
 pub use authority::personas::valid_persona_id;
 pub use authority::questions::{QUESTION_WAIT, Question, QuestionAnswer, QuestionStatus};
-pub use skill::ASSETS_DIR;
 pub use authority::tokens::{ADMIN_TOKEN_FILE, TOKEN_PREFIX, new_token, token_digest};
 pub use authority::why::{WhyReport, WhyStep};
 pub use authority::{
@@ -62,6 +61,7 @@ pub use authority::{
     RunOutput, RunReport, SkillGrantView, SkillStatus, ToolLatency,
 };
 pub use escape::escape_for_terminal;
+pub use skill::ASSETS_DIR;
 pub use state::sealing::SECRETS_KEY_FILE;
 
 // Typed errors at the host's boundary.

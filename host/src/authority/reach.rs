@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::HostInner;
 use crate::registry::Registry;
-use crate::skill::ASSETS_DIR;
 use crate::sandbox::{Outbound, SecretHeader, SecretValue};
+use crate::skill::ASSETS_DIR;
 use crate::state::runs::HostEvent;
 
 /// One skill's reach for its calls.
