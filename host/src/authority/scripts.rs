@@ -23,7 +23,7 @@ use crate::registry::Registry;
 use crate::registry::catalog::SkillSource;
 use crate::sandbox::{CallOptions, ScriptRequest, ScriptRun, ScriptRuntime, SkillFiles};
 use crate::skill::scripts::names::check_input_name;
-use crate::skill::scripts::tool::{ScriptCall, run_script_tool};
+use crate::skill::scripts::tool::{ArgumentError, ScriptCall, run_script_tool};
 use crate::skill::scripts::{ScriptSet, digest_of, mime};
 use crate::state::runs::Outcome;
 
@@ -76,7 +76,7 @@ impl HostInner {
         }
         let inputs = match self.script_inputs(&call) {
             Ok(i) => i,
-            Err(e) => return refused(e),
+            Err(e) => return refused(e.message),
         };
         let runtime = match self.sandbox.script_runtime() {
             Ok(r) => r,
@@ -137,11 +137,17 @@ impl HostInner {
     /// The call's input files, by name: names checked, contents decoded or
     /// read from their refs, counts and sizes within the caps; an error
     /// names the field.
-    fn script_inputs(&self, call: &ScriptCall) -> Result<Vec<(String, bytes::Bytes)>, String> {
+    fn script_inputs(
+        &self,
+        call: &ScriptCall,
+    ) -> Result<Vec<(String, bytes::Bytes)>, ArgumentError> {
         if call.files.len() > MAX_SCRIPT_INPUT_FILES {
-            return Err(format!(
-                "`files`: {} files, over the cap of {MAX_SCRIPT_INPUT_FILES}",
-                call.files.len()
+            return Err(ArgumentError::new(
+                "files",
+                format!(
+                    "`files`: {} files, over the cap of {MAX_SCRIPT_INPUT_FILES}",
+                    call.files.len()
+                ),
             ));
         }
         let mut inputs: Vec<(String, bytes::Bytes)> = Vec::new();
@@ -150,9 +156,12 @@ impl HostInner {
             let field = format!("files[{i}]");
             check_input_name(&format!("{field}.name"), &f.name)?;
             if inputs.iter().any(|(n, _)| *n == f.name) {
-                return Err(format!(
-                    "`{field}.name` `{}`: two input files have this name",
-                    crate::escape::escape_control(&f.name, 120, false)
+                return Err(ArgumentError::new(
+                    format!("{field}.name"),
+                    format!(
+                        "`{field}.name` `{}`: two input files have this name",
+                        crate::escape::escape_control(&f.name, 120, false)
+                    ),
                 ));
             }
             let bytes = match (&f.text, &f.content_base64, &f.r#ref) {
@@ -165,23 +174,33 @@ impl HostInner {
                     }
                     base64::engine::general_purpose::STANDARD
                         .decode(b.trim())
-                        .map_err(|e| format!("`{field}.content_base64`: not base64: {e}"))?
+                        .map_err(|e| {
+                            ArgumentError::new(
+                                format!("{field}.content_base64"),
+                                format!("`{field}.content_base64`: not base64: {e}"),
+                            )
+                        })?
                 }
                 (None, None, Some(r)) => {
                     let record = lock(&self.store)
                         .ref_record(r)
-                        .map_err(|e| format!("`{field}.ref`: {e}"))?
-                        .ok_or_else(|| format!("`{field}.ref`: there is no ref `{r}`"))?;
+                        .map_err(|e| ref_error(&field, format!("`{field}.ref`: {e}")))?
+                        .ok_or_else(|| {
+                            ref_error(&field, format!("`{field}.ref`: there is no ref `{r}`"))
+                        })?;
                     if record.size > MAX_SCRIPT_INPUT_BYTES.saturating_sub(total) {
                         return Err(over_input_cap(&field));
                     }
                     self.fetch_ref(r)
                         .and_then(|()| self.refs.read_all(r))
-                        .map_err(|e| format!("`{field}.ref`: {e:#}"))?
+                        .map_err(|e| ref_error(&field, format!("`{field}.ref`: {e:#}")))?
                 }
                 _ => {
-                    return Err(format!(
-                        "`{field}`: give exactly one of `text`, `content_base64` and `ref`"
+                    return Err(ArgumentError::new(
+                        field.clone(),
+                        format!(
+                            "`{field}`: give exactly one of `text`, `content_base64` and `ref`"
+                        ),
                     ));
                 }
             };
@@ -377,8 +396,18 @@ impl HostInner {
     }
 }
 
-fn over_input_cap(field: &str) -> String {
-    format!("`{field}`: the input files hold more than the cap of {MAX_SCRIPT_INPUT_BYTES} bytes")
+fn over_input_cap(field: &str) -> ArgumentError {
+    ArgumentError::new(
+        field,
+        format!(
+            "`{field}`: the input files hold more than the cap of {MAX_SCRIPT_INPUT_BYTES} bytes"
+        ),
+    )
+}
+
+/// An input file's `ref` that cannot be read.
+fn ref_error(field: &str, message: String) -> ArgumentError {
+    ArgumentError::new(format!("{field}.ref"), message)
 }
 
 impl super::Host {

@@ -323,11 +323,12 @@ fn stage(data: &DataDir, bundle: &OpenedBundle) -> Result<String, CatalogError> 
         let file = |path: &str| bundle.files.get(path).cloned();
         if let Some(lock) = file(crate::skill::scripts::requirements::LOCK_PATH) {
             use crate::skill::scripts::{packages, requirements};
-            let lock = requirements::Lock::parse(&String::from_utf8_lossy(&lock)).map_err(err)?;
+            let lock = requirements::Lock::parse(&String::from_utf8_lossy(&lock))
+                .map_err(|e| err(e.to_string()))?;
             let unpacked = packages::unpacked_files(&lock, &|wheel| {
                 file(&format!("{}/{wheel}", requirements::WHEELS_DIR))
             })
-            .map_err(err)?;
+            .map_err(|e| err(e.to_string()))?;
             for (path, bytes) in &unpacked.files {
                 let path = format!("{}/{path}", packages::UNPACKED_DIR);
                 if let Some((parent, _)) = path.rsplit_once('/') {

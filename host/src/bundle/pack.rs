@@ -141,7 +141,7 @@ pub fn pack_dir(dir: &Path, key: Option<&SecretKey>) -> Result<(Vec<u8>, Stateme
     }
     // The scripts' packages: the lock and wheels in `.packages/` checked
     // again (or requirements without a lock refused, naming `--wheels`).
-    crate::skill::scripts::packages::prepare(dir, None).map_err(&fail)?;
+    crate::skill::scripts::packages::prepare(dir, None).map_err(|e| fail(e.to_string()))?;
     let mut files = Vec::new();
     collect(dir, "", &mut files, &fail)?;
     if files.len() + 2 > MAX_ENTRIES {

@@ -492,7 +492,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Check { dir, wheels } => {
             if let Some(p) = skillhost::prepare_packages(&dir, wheels.as_deref())
-                .map_err(|e| anyhow::anyhow!("{}: {}", dir.display(), one_line(&e)))?
+                .map_err(|e| anyhow::anyhow!("{}: {}", dir.display(), one_line(&e.to_string())))?
             {
                 println!("packages: {}", p.packages.join(", "));
                 for d in &p.dropped {
@@ -525,7 +525,7 @@ async fn run_plain(cli: Cli) -> anyhow::Result<()> {
             wheels,
         } => {
             if let Some(p) = skillhost::prepare_packages(&dir, wheels.as_deref())
-                .map_err(|e| anyhow::anyhow!("not packed: {}", one_line(&e)))?
+                .map_err(|e| anyhow::anyhow!("not packed: {}", one_line(&e.to_string())))?
             {
                 println!("packages: {}", p.packages.join(", "));
                 for d in &p.dropped {

@@ -14,6 +14,7 @@
 
 pub mod mime;
 pub mod names;
+pub mod package_error;
 pub mod packages;
 pub mod requirements;
 pub mod resolve;
@@ -22,6 +23,7 @@ pub mod wheel;
 
 use std::sync::Arc;
 
+use package_error::PackageError;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -103,8 +105,8 @@ pub enum ScriptsError {
     #[error("`scripts.read_only`: `{0}` is not a script of the scripts folder")]
     UnknownReadOnly(String),
     /// The package lock is unreadable.
-    #[error("{0}")]
-    Lock(String),
+    #[error(transparent)]
+    Lock(PackageError),
 }
 
 impl ScriptSet {

@@ -5,6 +5,7 @@
 //! bidirectional character, each at most 255 bytes; not under the
 //! script's own `out/` and `.tmp/`; no two files of one call the same.
 
+use super::tool::ArgumentError;
 use crate::limits::MAX_SCRIPT_INPUT_DEPTH;
 use crate::sandbox::vfs::name;
 
@@ -17,9 +18,14 @@ const OWN_FOLDERS: [&str; 2] = ["out", ".tmp"];
 /// ```ignore
 /// assert!(check_input_name("files[0].name", "in/a.pdf").is_ok());
 /// ```
-pub(crate) fn check_input_name(field: &str, path: &str) -> Result<(), String> {
+pub(crate) fn check_input_name(field: &str, path: &str) -> Result<(), ArgumentError> {
     let shown = crate::escape::escape_control(path, 120, false);
-    let refuse = |why: &str| Err(format!("`{field}` `{shown}`: {why}"));
+    let refuse = |why: &str| {
+        Err(ArgumentError::new(
+            field,
+            format!("`{field}` `{shown}`: {why}"),
+        ))
+    };
     if path.is_empty() {
         return refuse("a file name must not be empty");
     }
@@ -82,6 +88,8 @@ mod tests {
             (".tmp/x", "own folders"),
         ] {
             let err = check_input_name("files[3].name", bad).unwrap_err();
+            assert_eq!(err.field, "files[3].name");
+            let err = err.message;
             assert!(err.starts_with("`files[3].name` `"), "{err}");
             assert!(err.contains(why), "{bad:?}: {err}");
             assert!(!err.contains('\0') && !err.contains('\n'), "{err:?}");

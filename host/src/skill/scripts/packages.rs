@@ -18,6 +18,7 @@
 //! else `<scripts folder>/requirements.txt`, else `requirements.txt` at
 //! the skill's root (the public skills use both).
 
+use super::package_error::{PackageError, PackageErrorKind};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -58,8 +59,9 @@ pub struct Prepared {
 /// skill in `dir`, writes its `.packages/` and unpacks `.python/`; `None`
 /// when it has no scripts, or declares no requirements and has no lock. An error names the
 /// package, version and file at fault.
-pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, String> {
-    let manifest = SkillManifest::load_dir(dir).map_err(|e| e.to_string())?;
+pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, PackageError> {
+    let manifest = SkillManifest::load_dir(dir)
+        .map_err(|e| PackageError::new(PackageErrorKind::Manifest, e.to_string()))?;
     // Only scripts take packages this way (a component's are vendored).
     if manifest.script_set().is_none() {
         return Ok(None);
@@ -73,8 +75,9 @@ pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, St
     let requirements: Vec<Requirement> = match requirements_file(dir, &manifest) {
         Some(path) => {
             let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            parse_requirements(&text).map_err(|e| format!("{}: {e}", path.display()))?
+                .map_err(|e| PackageError::io(format!("cannot read {}: {e}", path.display())))?;
+            parse_requirements(&text)
+                .map_err(|e| PackageError::new(e.kind(), format!("{}: {e}", path.display())))?
         }
         None => Vec::new(),
     };
@@ -92,17 +95,20 @@ pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, St
                 .collect();
             let wheels_dir = dir.join(WHEELS_DIR);
             if wheels_dir.exists() {
-                std::fs::remove_dir_all(&wheels_dir)
-                    .map_err(|e| format!("cannot clear {}: {e}", wheels_dir.display()))?;
+                std::fs::remove_dir_all(&wheels_dir).map_err(|e| {
+                    PackageError::io(format!("cannot clear {}: {e}", wheels_dir.display()))
+                })?;
             }
-            std::fs::create_dir_all(&wheels_dir)
-                .map_err(|e| format!("cannot create {}: {e}", wheels_dir.display()))?;
+            std::fs::create_dir_all(&wheels_dir).map_err(|e| {
+                PackageError::io(format!("cannot create {}: {e}", wheels_dir.display()))
+            })?;
             for (file, b) in &bytes {
                 std::fs::write(wheels_dir.join(file), b)
-                    .map_err(|e| format!("cannot write {file}: {e}"))?;
+                    .map_err(|e| PackageError::io(format!("cannot write {file}: {e}")))?;
             }
-            std::fs::write(&lock_path, lock.to_text())
-                .map_err(|e| format!("cannot write {}: {e}", lock_path.display()))?;
+            std::fs::write(&lock_path, lock.to_text()).map_err(|e| {
+                PackageError::io(format!("cannot write {}: {e}", lock_path.display()))
+            })?;
             (lock, bytes)
         }
         None => {
@@ -110,33 +116,35 @@ pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, St
                 if requirements.is_empty() {
                     return Ok(None);
                 }
-                return Err(format!(
+                return Err(PackageError::lock(format!(
                     "the scripts declare Python requirements but {} has no {LOCK_PATH}: resolve \
                      them with `--wheels DIR` (a folder of the wheels, fetched with `pip download \
                      --only-binary=:all: --platform any --python-version 3.14 --implementation py \
                      --abi none -d DIR PACKAGE`)",
                     dir.display()
-                ));
+                )));
             }
-            let lock = Lock::parse(
-                &std::fs::read_to_string(&lock_path)
-                    .map_err(|e| format!("cannot read {}: {e}", lock_path.display()))?,
-            )?;
+            let lock = Lock::parse(&std::fs::read_to_string(&lock_path).map_err(|e| {
+                PackageError::io(format!("cannot read {}: {e}", lock_path.display()))
+            })?)?;
             for r in &requirements {
                 let pinned = lock.pins.iter().find(|p| p.name == r.name);
                 if !pinned.is_some_and(|p| r.allows(&p.version)) {
-                    return Err(format!(
+                    return Err(PackageError::lock(format!(
                         "{LOCK_PATH} does not pin `{}` as the requirements ask: resolve again \
                          with `--wheels DIR`",
                         r.name
-                    ));
+                    )));
                 }
             }
             let mut bytes = Vec::new();
             for p in &lock.pins {
                 let path = dir.join(WHEELS_DIR).join(&p.wheel);
                 let b = std::fs::read(&path).map_err(|e| {
-                    format!("{LOCK_PATH} names {}, which cannot be read: {e}", p.wheel)
+                    PackageError::lock(format!(
+                        "{LOCK_PATH} names {}, which cannot be read: {e}",
+                        p.wheel
+                    ))
                 })?;
                 bytes.push((p.wheel.clone(), b));
             }
@@ -152,15 +160,17 @@ pub fn prepare(dir: &Path, wheels: Option<&Path>) -> Result<Option<Prepared>, St
     let target = dir.join(UNPACKED_DIR);
     if target.exists() {
         std::fs::remove_dir_all(&target)
-            .map_err(|e| format!("cannot clear {}: {e}", target.display()))?;
+            .map_err(|e| PackageError::io(format!("cannot clear {}: {e}", target.display())))?;
     }
     let mut dropped = Vec::new();
     for (path, data) in &files.files {
         let at = target.join(path);
         if let Some(parent) = at.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {path}: {e}"))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| PackageError::io(format!("cannot create {path}: {e}")))?;
         }
-        std::fs::write(&at, data).map_err(|e| format!("cannot write {path}: {e}"))?;
+        std::fs::write(&at, data)
+            .map_err(|e| PackageError::io(format!("cannot write {path}: {e}")))?;
     }
     dropped.extend(files.dropped);
     Ok(Some(Prepared {
@@ -188,27 +198,27 @@ pub struct Unpacked {
 pub fn unpacked_files(
     lock: &Lock,
     wheel: &dyn Fn(&str) -> Option<Vec<u8>>,
-) -> Result<Unpacked, String> {
+) -> Result<Unpacked, PackageError> {
     let mut out = Unpacked::default();
     for p in &lock.pins {
         let bytes = wheel(&p.wheel).ok_or_else(|| {
-            format!(
+            PackageError::lock(format!(
                 "{LOCK_PATH} pins {} {}, but {}/{} is missing",
                 p.name, p.version, WHEELS_DIR, p.wheel
-            )
+            ))
         })?;
         if hex::encode(Sha256::digest(&bytes)) != p.sha256 {
-            return Err(format!(
+            return Err(PackageError::lock(format!(
                 "{}/{} is not the wheel {LOCK_PATH} pins for {} {} (its sha256 differs)",
                 WHEELS_DIR, p.wheel, p.name, p.version
-            ));
+            )));
         }
         let checked = check_wheel(&p.wheel, &bytes, p.drop_native)?;
         if checked.name.name != p.name || checked.name.version != p.version {
-            return Err(format!(
+            return Err(PackageError::lock(format!(
                 "{}/{} is {} {}, but {LOCK_PATH} pins {} {}",
                 WHEELS_DIR, p.wheel, checked.name.name, checked.name.version, p.name, p.version
-            ));
+            )));
         }
         for d in checked.dropped {
             out.dropped.push(format!("{}: {d}", p.name));
@@ -216,7 +226,10 @@ pub fn unpacked_files(
         for (path, data) in checked.files {
             let path = unpacked_path(&path);
             if out.files.iter().any(|(q, _)| *q == path) {
-                return Err(format!("{}: `{path}` is also in another package", p.name));
+                return Err(PackageError::lock(format!(
+                    "{}: `{path}` is also in another package",
+                    p.name
+                )));
             }
             out.files.push((path, data));
         }

@@ -7,6 +7,8 @@
 //! then `drop-native` for a package whose native files are left out;
 //! `#` starts a comment.
 
+use super::package_error::PackageError;
+
 /// Where pack writes the lock, relative to the skill folder.
 pub const LOCK_PATH: &str = ".packages/python.lock";
 
@@ -87,14 +89,15 @@ impl Lock {
     /// assert_eq!(lock.pins[0].version, "5.1.0");
     /// assert!(skillhost::PackageLock::parse("pypdf>=5\n").is_err());
     /// ```
-    pub fn parse(text: &str) -> Result<Lock, String> {
+    pub fn parse(text: &str) -> Result<Lock, PackageError> {
         let mut pins: Vec<Pin> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or_default().trim();
             if line.is_empty() {
                 continue;
             }
-            let bad = |what: &str| format!("{LOCK_PATH} line {}: {what}", i + 1);
+            let bad =
+                |what: &str| PackageError::lock(format!("{LOCK_PATH} line {}: {what}", i + 1));
             let mut words = line.split_whitespace();
             let (Some(pin), Some(wheel), Some(hash), flag, None) = (
                 words.next(),
@@ -222,7 +225,7 @@ mod tests {
             ),
             ("pypdf==5", "expected"),
         ] {
-            let err = Lock::parse(bad).unwrap_err();
+            let err = Lock::parse(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
             assert!(err.contains("line "), "{err}");
         }

@@ -6,6 +6,7 @@
 //! followed). Nothing is fetched: a package missing from the folder is an
 //! error naming the command that fetches it.
 
+use super::package_error::PackageError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -45,29 +46,31 @@ impl Requirement {
     /// assert_eq!(r.extras, vec!["crypto".to_string()]);
     /// assert_eq!(r.specifiers.len(), 2);
     /// ```
-    pub fn parse(line: &str) -> Result<Requirement, String> {
+    pub fn parse(line: &str) -> Result<Requirement, PackageError> {
         let (main, marker) = match line.split_once(';') {
             Some((m, k)) => (m.trim(), Some(k.trim().to_string())),
             None => (line.trim(), None),
         };
         if main.contains("://") || main.contains(" @ ") || main.starts_with('-') {
-            return Err(format!(
+            return Err(PackageError::requirement(format!(
                 "`{line}`: only package names with versions are taken (no URLs, paths or options)"
-            ));
+            )));
         }
         let end = main
             .find(|c: char| !(c.is_ascii_alphanumeric() || "._-".contains(c)))
             .unwrap_or(main.len());
         let (name, mut rest) = main.split_at(end);
         if !valid_package_name(name) {
-            return Err(format!("`{line}`: `{name}` is not a package name"));
+            return Err(PackageError::requirement(format!(
+                "`{line}`: `{name}` is not a package name"
+            )));
         }
         let mut extras = Vec::new();
         rest = rest.trim_start();
         if let Some(r) = rest.strip_prefix('[') {
             let (inner, after) = r
                 .split_once(']')
-                .ok_or_else(|| format!("`{line}`: an unclosed `[`"))?;
+                .ok_or_else(|| PackageError::requirement(format!("`{line}`: an unclosed `[`")))?;
             extras = inner
                 .split(',')
                 .map(|e| normalize_package_name(e.trim()))
@@ -85,7 +88,9 @@ impl Requirement {
             if !["==", "!=", "<=", ">=", "<", ">", "~=", "==="].contains(&op)
                 || version.trim().is_empty()
             {
-                return Err(format!("`{line}`: `{spec}` is not a version specifier"));
+                return Err(PackageError::requirement(format!(
+                    "`{line}`: `{spec}` is not a version specifier"
+                )));
             }
             specifiers.push((op.to_string(), version.trim().to_string()));
         }
@@ -106,12 +111,15 @@ impl Requirement {
 }
 
 /// Reads a requirements file: one requirement a line, `#` comments.
-pub fn parse_requirements(text: &str) -> Result<Vec<Requirement>, String> {
+pub fn parse_requirements(text: &str) -> Result<Vec<Requirement>, PackageError> {
     text.lines()
         .enumerate()
         .map(|(i, l)| (i, l.split(" #").next().unwrap_or_default().trim()))
         .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
-        .map(|(i, l)| Requirement::parse(l).map_err(|e| format!("line {}: {e}", i + 1)))
+        .map(|(i, l)| {
+            Requirement::parse(l)
+                .map_err(|e| PackageError::requirement(format!("line {}: {e}", i + 1)))
+        })
         .collect()
 }
 
@@ -192,17 +200,19 @@ fn marker_var(name: &str, extra: Option<&str>) -> Option<String> {
 
 /// Evaluates a PEP 508 marker for the sandbox, with `extra` the extra
 /// being resolved (if any).
-pub fn marker_holds(marker: &str, extra: Option<&str>) -> Result<bool, String> {
+pub fn marker_holds(marker: &str, extra: Option<&str>) -> Result<bool, PackageError> {
     let tokens = tokenize(marker)?;
     let mut pos = 0;
     let v = parse_or(&tokens, &mut pos, extra)?;
     if pos != tokens.len() {
-        return Err(format!("the marker `{marker}` does not parse"));
+        return Err(PackageError::requirement(format!(
+            "the marker `{marker}` does not parse"
+        )));
     }
     Ok(v)
 }
 
-fn tokenize(s: &str) -> Result<Vec<String>, String> {
+fn tokenize(s: &str) -> Result<Vec<String>, PackageError> {
     let mut out = Vec::new();
     let b: Vec<char> = s.chars().collect();
     let mut i = 0;
@@ -214,10 +224,9 @@ fn tokenize(s: &str) -> Result<Vec<String>, String> {
             out.push(c.to_string());
             i += 1;
         } else if c == '"' || c == '\'' {
-            let end = b[i + 1..]
-                .iter()
-                .position(|x| *x == c)
-                .ok_or_else(|| format!("an unclosed quote in the marker `{s}`"))?;
+            let end = b[i + 1..].iter().position(|x| *x == c).ok_or_else(|| {
+                PackageError::requirement(format!("an unclosed quote in the marker `{s}`"))
+            })?;
             out.push(format!(
                 "\"{}",
                 b[i + 1..i + 1 + end].iter().collect::<String>()
@@ -237,7 +246,9 @@ fn tokenize(s: &str) -> Result<Vec<String>, String> {
                 i += 1;
             }
             if w.is_empty() {
-                return Err(format!("`{c}` in the marker `{s}`"));
+                return Err(PackageError::requirement(format!(
+                    "`{c}` in the marker `{s}`"
+                )));
             }
             out.push(w);
         }
@@ -245,7 +256,7 @@ fn tokenize(s: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn parse_or(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, String> {
+fn parse_or(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, PackageError> {
     let mut v = parse_and(t, pos, extra)?;
     while t.get(*pos).is_some_and(|w| w == "or") {
         *pos += 1;
@@ -255,7 +266,7 @@ fn parse_or(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, 
     Ok(v)
 }
 
-fn parse_and(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, String> {
+fn parse_and(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, PackageError> {
     let mut v = parse_atom(t, pos, extra)?;
     while t.get(*pos).is_some_and(|w| w == "and") {
         *pos += 1;
@@ -265,32 +276,39 @@ fn parse_and(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool,
     Ok(v)
 }
 
-fn parse_atom(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, String> {
+fn parse_atom(t: &[String], pos: &mut usize, extra: Option<&str>) -> Result<bool, PackageError> {
     if t.get(*pos).is_some_and(|w| w == "(") {
         *pos += 1;
         let v = parse_or(t, pos, extra)?;
         if t.get(*pos).is_none_or(|w| w != ")") {
-            return Err("an unclosed `(` in a marker".into());
+            return Err(PackageError::requirement("an unclosed `(` in a marker"));
         }
         *pos += 1;
         return Ok(v);
     }
-    let value = |w: &String| -> Result<(String, bool), String> {
+    let value = |w: &String| -> Result<(String, bool), PackageError> {
         match w.strip_prefix('"') {
             Some(lit) => Ok((lit.to_string(), false)),
-            None => marker_var(w, extra)
-                .map(|v| (v, true))
-                .ok_or_else(|| format!("`{w}` is not a marker variable")),
+            None => marker_var(w, extra).map(|v| (v, true)).ok_or_else(|| {
+                PackageError::requirement(format!("`{w}` is not a marker variable"))
+            }),
         }
     };
-    let left = t.get(*pos).ok_or("a marker ends too early")?;
-    let mut op = t.get(*pos + 1).ok_or("a marker ends too early")?.clone();
+    let left = t
+        .get(*pos)
+        .ok_or_else(|| PackageError::requirement("a marker ends too early"))?;
+    let mut op = t
+        .get(*pos + 1)
+        .ok_or_else(|| PackageError::requirement("a marker ends too early"))?
+        .clone();
     let mut skip = 3;
     if op == "not" && t.get(*pos + 2).is_some_and(|w| w == "in") {
         op = "not in".into();
         skip = 4;
     }
-    let right = t.get(*pos + skip - 1).ok_or("a marker ends too early")?;
+    let right = t
+        .get(*pos + skip - 1)
+        .ok_or_else(|| PackageError::requirement("a marker ends too early"))?;
     let (l, _) = value(left)?;
     let (r, _) = value(right)?;
     *pos += skip;
@@ -332,15 +350,19 @@ pub fn resolve(
     requirements: &[Requirement],
     dir: &Path,
     drop_native: &[String],
-) -> Result<Vec<Resolved>, String> {
+) -> Result<Vec<Resolved>, PackageError> {
     let drop: BTreeSet<String> = drop_native
         .iter()
         .map(|n| normalize_package_name(n))
         .collect();
     let mut available: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut sdists: BTreeSet<String> = BTreeSet::new();
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read the wheels folder {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        PackageError::unresolved(format!(
+            "cannot read the wheels folder {}: {e}",
+            dir.display()
+        ))
+    })?;
     for e in entries.flatten() {
         let file = e.file_name().to_string_lossy().into_owned();
         match WheelName::parse(&file) {
@@ -363,7 +385,9 @@ pub fn resolve(
     while let Some((req, extra)) = queue.pop() {
         steps += 1;
         if steps > 10_000 {
-            return Err("the requirements do not settle: pin the packages' versions".into());
+            return Err(PackageError::unresolved(
+                "the requirements do not settle: pin the packages' versions",
+            ));
         }
         if let Some(m) = &req.marker
             && !marker_holds(m, extra.as_deref())?
@@ -373,7 +397,7 @@ pub fn resolve(
         asked.entry(req.name.clone()).or_default().push(req.clone());
         if let Some(done) = chosen.get(&req.name) {
             if !req.allows(&done.pin.version) {
-                return Err(format!(
+                return Err(PackageError::unresolved(format!(
                     "{} {} was chosen, but another requirement asks for `{}{}`: pin a version \
                      that satisfies both",
                     req.name,
@@ -384,7 +408,7 @@ pub fn resolve(
                         .map(|(o, v)| format!("{o}{v}"))
                         .collect::<Vec<_>>()
                         .join(",")
-                ));
+                )));
             }
             for x in &req.extras {
                 follow(&done.wheel, Some(x), &mut queue)?;
@@ -407,14 +431,14 @@ pub fn resolve(
                 && (dropping || WheelName::parse(file).is_ok_and(|w| w.pure))
         }) else {
             if sdists.contains(&req.name) && !available.contains_key(&req.name) {
-                return Err(format!(
+                return Err(PackageError::unresolved(format!(
                     "{}: the wheels folder has only its source distribution; building it would \
                      run its setup code, so only wheels are taken",
                     req.name
-                ));
+                )));
             }
             if available.contains_key(&req.name) {
-                return Err(format!(
+                return Err(PackageError::unresolved(format!(
                     "{} has no pure-Python wheel{} in {}: the sandbox runs pure Python only (a \
                      package whose native part is optional may be let in with \
                      `scripts.python.drop_native: [{}]`)",
@@ -426,17 +450,18 @@ pub fn resolve(
                     },
                     dir.display(),
                     req.name
-                ));
+                )));
             }
-            return Err(format!(
+            return Err(PackageError::unresolved(format!(
                 "{} is required but {} has no wheel of it: fetch it with `{}`",
                 req.name,
                 dir.display(),
                 fetch_hint(&req.name, dir)
-            ));
+            )));
         };
-        let bytes = std::fs::read(dir.join(file))
-            .map_err(|e| format!("cannot read {}: {e}", dir.join(file).display()))?;
+        let bytes = std::fs::read(dir.join(file)).map_err(|e| {
+            PackageError::unresolved(format!("cannot read {}: {e}", dir.join(file).display()))
+        })?;
         let wheel = check_wheel(file, &bytes, dropping)?;
         follow(&wheel, None, &mut queue)?;
         for x in &req.extras {
@@ -465,10 +490,11 @@ fn follow(
     wheel: &CheckedWheel,
     extra: Option<&str>,
     queue: &mut Vec<(Requirement, Option<String>)>,
-) -> Result<(), String> {
+) -> Result<(), PackageError> {
     for line in &wheel.requires {
-        let r = Requirement::parse(line)
-            .map_err(|e| format!("{} {}: {e}", wheel.name.name, wheel.name.version))?;
+        let r = Requirement::parse(line).map_err(|e| {
+            PackageError::unresolved(format!("{} {}: {e}", wheel.name.name, wheel.name.version))
+        })?;
         let for_extra = r.marker.as_deref().is_some_and(|m| m.contains("extra"));
         if for_extra != extra.is_some() {
             continue;
@@ -544,7 +570,9 @@ mod tests {
             "demo-1.0-py3-none-any.whl",
             super::super::wheel::tests::wheel(&[("demo/__init__.py", b"")], None, true),
         );
-        let missing = resolve(&parse_requirements("demo").unwrap(), dir.path(), &[]).unwrap_err();
+        let missing = resolve(&parse_requirements("demo").unwrap(), dir.path(), &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             missing.contains("other is required") && missing.contains("pip download"),
             "{missing}"
@@ -553,14 +581,17 @@ mod tests {
             "other-1.2-cp314-cp314-manylinux_2_17_x86_64.whl",
             super::super::wheel::tests::wheel(&[("other/__init__.py", b"")], None, false),
         );
-        let native = resolve(&parse_requirements("demo").unwrap(), dir.path(), &[]).unwrap_err();
+        let native = resolve(&parse_requirements("demo").unwrap(), dir.path(), &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             native.contains("other has no pure-Python wheel"),
             "{native}"
         );
         write("sdistonly-1.0.tar.gz", Vec::new());
-        let sdist =
-            resolve(&parse_requirements("sdistonly").unwrap(), dir.path(), &[]).unwrap_err();
+        let sdist = resolve(&parse_requirements("sdistonly").unwrap(), dir.path(), &[])
+            .unwrap_err()
+            .to_string();
         assert!(sdist.contains("setup code"), "{sdist}");
         let ok = resolve(
             &parse_requirements("demo").unwrap(),

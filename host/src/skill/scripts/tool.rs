@@ -155,10 +155,34 @@ pub struct ScriptCall {
     pub files: Vec<ScriptFileArg>,
 }
 
+/// An argument of a `run_script` call that cannot be used: the field it
+/// is in, and a message (shown to the agent) naming the field and what is
+/// wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ArgumentError {
+    /// The argument's path in the call (`files[1].name`), or `arguments`
+    /// for the call's arguments as a whole.
+    pub field: String,
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+impl ArgumentError {
+    /// An error in `field` saying `message`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ArgumentError {
+        ArgumentError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
 impl ScriptCall {
     /// Reads a call's arguments; an error names what is wrong.
-    pub fn read(args: &Value) -> Result<ScriptCall, String> {
-        serde_json::from_value(args.clone()).map_err(|e| format!("the arguments: {e}"))
+    pub fn read(args: &Value) -> Result<ScriptCall, ArgumentError> {
+        serde_json::from_value(args.clone())
+            .map_err(|e| ArgumentError::new("arguments", format!("the arguments: {e}")))
     }
 
     /// The refs its files name (the call's input refs).

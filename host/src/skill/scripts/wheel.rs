@@ -5,6 +5,7 @@
 //! `RECORD` with its digest. An sdist is refused: building it would run
 //! its setup code.
 
+use super::package_error::PackageError;
 use std::io::{Cursor, Read};
 
 use base64::Engine as _;
@@ -39,23 +40,29 @@ impl WheelName {
     /// assert!(w.pure);
     /// assert!(skillhost::WheelName::parse("pypdf-5.1.0.tar.gz").unwrap_err().contains("setup code"));
     /// ```
-    pub fn parse(file: &str) -> Result<WheelName, String> {
+    pub fn parse(file: &str) -> Result<WheelName, PackageError> {
         if file.ends_with(".tar.gz") || file.ends_with(".zip") || file.ends_with(".tar.bz2") {
-            return Err(format!(
+            return Err(PackageError::wheel(format!(
                 "{file} is a source distribution: building it would run its setup code, so only \
                  wheels are taken"
-            ));
+            )));
         }
         let stem = file
             .strip_suffix(".whl")
-            .ok_or_else(|| format!("{file} is not a wheel (`.whl`)"))?;
+            .ok_or_else(|| PackageError::wheel(format!("{file} is not a wheel (`.whl`)")))?;
         let parts: Vec<&str> = stem.split('-').collect();
         let (name, version, py, abi, plat) = match parts.as_slice() {
             [n, v, py, abi, plat] | [n, v, _, py, abi, plat] => (*n, *v, *py, *abi, *plat),
-            _ => return Err(format!("{file}: not a wheel's file name")),
+            _ => {
+                return Err(PackageError::wheel(format!(
+                    "{file}: not a wheel's file name"
+                )));
+            }
         };
         if !super::requirements::valid_package_name(name) || version.is_empty() {
-            return Err(format!("{file}: not a wheel's file name"));
+            return Err(PackageError::wheel(format!(
+                "{file}: not a wheel's file name"
+            )));
         }
         let pure_py = py.split('.').all(|t| {
             t == "py3"
@@ -89,61 +96,71 @@ pub struct CheckedWheel {
 /// Checks the wheel `file` (its bytes `bytes`); `drop_native` lets a
 /// platform wheel in with its native files left out. An error names the
 /// package, version and file at fault.
-pub fn check_wheel(file: &str, bytes: &[u8], drop_native: bool) -> Result<CheckedWheel, String> {
+pub fn check_wheel(
+    file: &str,
+    bytes: &[u8],
+    drop_native: bool,
+) -> Result<CheckedWheel, PackageError> {
     let name = WheelName::parse(file)?;
     let who = format!("{} {}", name.name, name.version);
     if bytes.len() as u64 > MAX_WHEEL_BYTES {
-        return Err(format!(
+        return Err(PackageError::wheel(format!(
             "{who}: the wheel is {} bytes, over the cap of {MAX_WHEEL_BYTES}",
             bytes.len()
-        ));
+        )));
     }
     if !name.pure && !drop_native {
-        return Err(format!(
+        return Err(PackageError::wheel(format!(
             "{who} has no pure-Python wheel ({file} is built for one platform): the sandbox runs \
              pure Python only (a package whose native part is optional may be let in with \
              `scripts.python.drop_native: [{}]`)",
             name.name
-        ));
+        )));
     }
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
-        .map_err(|e| format!("{who}: {file} is not a zip archive: {e}"))?;
+        .map_err(|e| PackageError::wheel(format!("{who}: {file} is not a zip archive: {e}")))?;
     if zip.len() > MAX_WHEEL_FILES {
-        return Err(format!(
+        return Err(PackageError::wheel(format!(
             "{who}: {} files, over the cap of {MAX_WHEEL_FILES}",
             zip.len()
-        ));
+        )));
     }
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut total: u64 = 0;
     for i in 0..zip.len() {
         let mut entry = zip
             .by_index(i)
-            .map_err(|e| format!("{who}: cannot read entry {i}: {e}"))?;
+            .map_err(|e| PackageError::wheel(format!("{who}: cannot read entry {i}: {e}")))?;
         let path = entry
             .name()
-            .map_err(|e| format!("{who}: entry {i} has no readable name: {e}"))?
+            .map_err(|e| {
+                PackageError::wheel(format!("{who}: entry {i} has no readable name: {e}"))
+            })?
             .to_string();
         if entry.is_dir() {
             continue;
         }
         check_path(&who, &path)?;
         if entry.is_symlink() {
-            return Err(format!("{who}: `{path}` is a symbolic link"));
+            return Err(PackageError::wheel(format!(
+                "{who}: `{path}` is a symbolic link"
+            )));
         }
         let mut data = Vec::new();
         (&mut entry)
             .take(MAX_WHEEL_UNPACKED_BYTES.saturating_sub(total) + 1)
             .read_to_end(&mut data)
-            .map_err(|e| format!("{who}: cannot read `{path}`: {e}"))?;
+            .map_err(|e| PackageError::wheel(format!("{who}: cannot read `{path}`: {e}")))?;
         total += data.len() as u64;
         if total > MAX_WHEEL_UNPACKED_BYTES {
-            return Err(format!(
+            return Err(PackageError::wheel(format!(
                 "{who}: unpacks to more than the cap of {MAX_WHEEL_UNPACKED_BYTES} bytes"
-            ));
+            )));
         }
         if files.iter().any(|(p, _)| *p == path) {
-            return Err(format!("{who}: `{path}` is in the wheel twice"));
+            return Err(PackageError::wheel(format!(
+                "{who}: `{path}` is in the wheel twice"
+            )));
         }
         files.push((path, data));
     }
@@ -153,7 +170,9 @@ pub fn check_wheel(file: &str, bytes: &[u8], drop_native: bool) -> Result<Checke
             let (dir, rest) = p.split_once('/')?;
             (dir.ends_with(".dist-info") && rest == "RECORD").then(|| dir.to_string())
         })
-        .ok_or_else(|| format!("{who}: the wheel has no `*.dist-info/RECORD`"))?;
+        .ok_or_else(|| {
+            PackageError::wheel(format!("{who}: the wheel has no `*.dist-info/RECORD`"))
+        })?;
     let read = |suffix: &str| {
         files
             .iter()
@@ -161,16 +180,17 @@ pub fn check_wheel(file: &str, bytes: &[u8], drop_native: bool) -> Result<Checke
             .map(|(_, d)| String::from_utf8_lossy(d).into_owned())
     };
     let record = read("RECORD").unwrap_or_default();
-    let wheel_meta = read("WHEEL").ok_or_else(|| format!("{who}: no `{dist_info}/WHEEL`"))?;
+    let wheel_meta = read("WHEEL")
+        .ok_or_else(|| PackageError::wheel(format!("{who}: no `{dist_info}/WHEEL`")))?;
     let purelib = wheel_meta.lines().any(|l| {
         l.replace(' ', "")
             .eq_ignore_ascii_case("Root-Is-Purelib:true")
     });
     if !purelib && !drop_native {
-        return Err(format!(
+        return Err(PackageError::wheel(format!(
             "{who}: its WHEEL says `Root-Is-Purelib: false` (built for one platform): the \
              sandbox runs pure Python only"
-        ));
+        )));
     }
     // RECORD: every file listed, with its digest (RECORD itself and
     // signatures listed without one).
@@ -179,9 +199,9 @@ pub fn check_wheel(file: &str, bytes: &[u8], drop_native: bool) -> Result<Checke
         let mut cols = line.rsplitn(3, ',');
         let (_size, hash, path) = (cols.next(), cols.next(), cols.next());
         let (Some(hash), Some(path)) = (hash, path) else {
-            return Err(format!(
+            return Err(PackageError::wheel(format!(
                 "{who}: a RECORD line is not `path,hash,size`: {line}"
-            ));
+            )));
         };
         listed.insert(path.trim_matches('"').to_string(), hash.to_string());
     }
@@ -203,36 +223,38 @@ pub fn check_wheel(file: &str, bytes: &[u8], drop_native: bool) -> Result<Checke
             || path.starts_with(&format!("{dist_info}/RECORD."));
         match listed.get(&path) {
             None if !unsigned => {
-                return Err(format!("{who}: `{path}` is not listed in RECORD"));
+                return Err(PackageError::wheel(format!(
+                    "{who}: `{path}` is not listed in RECORD"
+                )));
             }
             Some(hash) if !unsigned => {
-                let want = hash
-                    .strip_prefix("sha256=")
-                    .ok_or_else(|| format!("{who}: RECORD gives `{path}` no sha256 digest"))?;
+                let want = hash.strip_prefix("sha256=").ok_or_else(|| {
+                    PackageError::wheel(format!("{who}: RECORD gives `{path}` no sha256 digest"))
+                })?;
                 let got =
                     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&data));
                 if want != got {
-                    return Err(format!(
+                    return Err(PackageError::wheel(format!(
                         "{who}: `{path}` does not match its RECORD digest (the wheel was altered)"
-                    ));
+                    )));
                 }
             }
             _ => {}
         }
         let lower = path.to_ascii_lowercase();
         if lower.ends_with(".pth") {
-            return Err(format!(
+            return Err(PackageError::wheel(format!(
                 "{who} ships `{path}`, a .pth file (it runs code whenever Python starts): refused"
-            ));
+            )));
         }
         if NATIVE.iter().any(|n| lower.ends_with(n)) || lower.contains(".so.") {
             if drop_native {
                 dropped.push(path);
                 continue;
             }
-            return Err(format!(
+            return Err(PackageError::wheel(format!(
                 "{who} ships native code ({path}): the sandbox runs pure Python only"
-            ));
+            )));
         }
         if let Some(rest) = path.strip_prefix(&format!(
             "{}-{}.data/",
@@ -241,9 +263,9 @@ pub fn check_wheel(file: &str, bytes: &[u8], drop_native: bool) -> Result<Checke
         )) {
             let kind = rest.split('/').next().unwrap_or_default();
             if kind != "purelib" && kind != "platlib" {
-                return Err(format!(
+                return Err(PackageError::wheel(format!(
                     "{who} installs `{path}` outside the package folders ({kind}): refused"
-                ));
+                )));
             }
         }
         kept.push((path, data));
@@ -267,7 +289,7 @@ fn wheel_dir_name(dist_info: &str) -> &str {
 
 /// A wheel entry's path stays inside: relative, `/`-separated, no empty,
 /// `.` or `..` component, no NUL or control character.
-fn check_path(who: &str, path: &str) -> Result<(), String> {
+fn check_path(who: &str, path: &str) -> Result<(), PackageError> {
     let bad = path.is_empty()
         || path.starts_with('/')
         || path.contains('\\')
@@ -277,10 +299,10 @@ fn check_path(who: &str, path: &str) -> Result<(), String> {
             .any(|c| c.is_empty() || c == "." || c == "..")
         || path.chars().any(|c| c.is_control());
     if bad {
-        return Err(format!(
+        return Err(PackageError::wheel(format!(
             "{who}: the entry `{}` would land outside the package folder: refused",
             crate::escape::escape_control(path, 200, false)
-        ));
+        )));
     }
     Ok(())
 }
@@ -419,7 +441,7 @@ pub(crate) mod tests {
                 "not a zip",
             ),
         ] {
-            let err = check_wheel(file, &bytes, drop).unwrap_err();
+            let err = check_wheel(file, &bytes, drop).unwrap_err().to_string();
             assert!(err.contains(want), "{file}: {err}");
         }
     }
