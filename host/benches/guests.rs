@@ -46,6 +46,9 @@
 //! copy-on-write memory image a call writes faults, and is copied, once in
 //! every fresh instance.
 
+mod report;
+use report::{line, percentile, ratio};
+
 use std::time::{Duration, Instant};
 
 use skillhost::{CallOptions, SandboxBuilder, SkillComponent};
@@ -309,24 +312,6 @@ async fn spare_calls(
     Ok(Some((samples, faulted)))
 }
 
-fn percentile<T: Copy + Ord + Default>(samples: &[T], p: f64) -> T {
-    let mut s = samples.to_vec();
-    s.sort_unstable();
-    let i = ((s.len() as f64 - 1.0) * p).round() as usize;
-    s.get(i).copied().unwrap_or_default()
-}
-
-fn line(name: &str, value: impl std::fmt::Display) {
-    println!("{name}: {value}");
-}
-
 fn us(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
-}
-
-fn ratio(a: Duration, b: Duration) -> String {
-    if b.is_zero() {
-        return "n/a".into();
-    }
-    format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
 }

@@ -28,6 +28,9 @@
 //!   through the public API, two sandboxes in alternating blocks, teardown
 //!   included, and their ratio.
 
+mod report;
+use report::line;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -292,10 +295,6 @@ fn breakdown(prefix: &str, phases: &[Phases]) -> Duration {
     let p50 = percentile(&total, 50.0);
     line(&format!("{prefix}_replica_total_p50_us"), us(p50));
     p50
-}
-
-fn line(name: &str, value: impl std::fmt::Display) {
-    println!("{name}: {value}");
 }
 
 fn us(d: Duration) -> String {

@@ -31,6 +31,9 @@
 //! `cargo bench -p skillhost --bench scripts -- trivial` runs the scripts
 //! whose name holds `trivial` only.
 
+mod report;
+use report::{line, percentile, ratio};
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -307,24 +310,6 @@ fn native(
     Ok(samples)
 }
 
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    let mut s = samples.to_vec();
-    s.sort_unstable();
-    let i = ((s.len() as f64 - 1.0) * p).round() as usize;
-    s.get(i).copied().unwrap_or_default()
-}
-
-fn line(name: &str, value: impl std::fmt::Display) {
-    println!("{name}: {value}");
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
-}
-
-fn ratio(a: Duration, b: Duration) -> String {
-    if b.is_zero() {
-        return "n/a".into();
-    }
-    format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
 }

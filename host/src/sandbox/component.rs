@@ -14,7 +14,7 @@ use super::imports::Capabilities;
 use super::invoke::{Invoker, RefReader};
 use super::outbound::{Outbound, OutboundHooks};
 use super::outcome::{CallError, CallFailure, CallOutput, ToolError, TrapReason};
-use super::spare::{Held, MakesSpares, Making, Spare, Spares};
+use super::spare::{Held, MakesSpares, Making, Spares};
 use super::state::{ASSETS_GUEST_PATH, CallBinding, CallIdentity, CallReach, CallState, HostTrap};
 use super::vfs::{Mount, MountRoot, Vfs};
 use super::{SandboxInner, imports};
@@ -419,23 +419,7 @@ impl SkillComponent {
         };
         let made =
             tokio::time::timeout_at(deadline.into(), self.instantiate_timed(&mut store)).await;
-        let skill = match made {
-            Ok(Ok(skill)) => skill,
-            // The pool full: no slot to spare now.
-            Ok(Err(e)) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                return Making::Abandoned;
-            }
-            // A trap, a link error, the deadline: the component's own doing.
-            Ok(Err(_)) | Err(_) => return Making::Refused,
-        };
-        let state = store.data_mut();
-        state.ticking = None;
-        if !super::spare::untouched(state) {
-            tracing::debug!(skill = %self.inner.label, "its instantiation touched the outside: no spare instances");
-            return Making::Refused;
-        }
-        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        Making::Ready(Spare::new(store, skill, fuel_used, limits, held))
+        Making::settle(made, store, limits, held, &self.inner.label)
     }
 
     /// How many calls ran in a spare instance: a fresh instance made ahead

@@ -174,28 +174,12 @@ pub(crate) enum SurfaceError {
 /// docs), and `skillhost:plugin/tools@0.1.x` must be exported.
 pub(crate) fn check(wasm: &[u8]) -> Result<(), SurfaceError> {
     let surface = surface(wasm).map_err(SurfaceError::Malformed)?;
-    let mut refused: Vec<&str> = surface
-        .imports
-        .iter()
-        .map(String::as_str)
-        .filter(|name| {
-            let (iface, version) = split_version(name);
-            !(ALLOWED_IMPORTS.contains(&iface) && supported_version(iface, version))
-        })
-        .collect();
-    refused.sort_unstable();
-    refused.dedup();
-    if !refused.is_empty() {
+    if let Some(refused) = refused_imports(&surface, |iface| ALLOWED_IMPORTS.contains(&iface)) {
         return Err(SurfaceError::Refused(format!(
-            "refused before compiling: the component imports {} which the sandbox does not \
-             provide (allowed: the skillhost:plugin 0.1 host interface and WASI 0.2 io, clocks, \
-             random, cli, filesystem, http and sockets; what filesystem, http and sockets reach \
-             is decided by the skill's approved permissions)",
-            refused
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "refused before compiling: the component imports {refused} which the sandbox does \
+             not provide (allowed: the skillhost:plugin 0.1 host interface and WASI 0.2 io, \
+             clocks, random, cli, filesystem, http and sockets; what filesystem, http and \
+             sockets reach is decided by the skill's approved permissions)"
         )));
     }
     let exports_tools = surface.exports.iter().any(|name| {
@@ -211,6 +195,30 @@ pub(crate) fn check(wasm: &[u8]) -> Result<(), SurfaceError> {
     Ok(())
 }
 
+/// The imports of `surface` whose interface `allowed` refuses, or whose
+/// version the sandbox does not link, each in backticks, sorted and
+/// without repeats, joined for a message; `None` when there are none.
+fn refused_imports(surface: &Surface, allowed: impl Fn(&str) -> bool) -> Option<String> {
+    let mut refused: Vec<&str> = surface
+        .imports
+        .iter()
+        .map(String::as_str)
+        .filter(|name| {
+            let (iface, version) = split_version(name);
+            !(allowed(iface) && supported_version(iface, version))
+        })
+        .collect();
+    refused.sort_unstable();
+    refused.dedup();
+    (!refused.is_empty()).then(|| {
+        refused
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
 /// The export the script runtime must have, without version.
 pub(crate) const SCRIPT_RUNNER_EXPORT: &str = "skillhost:script/runner";
 
@@ -220,27 +228,11 @@ pub(crate) const SCRIPT_RUNNER_EXPORT: &str = "skillhost:script/runner";
 /// `runner` export.
 pub(crate) fn check_script_runtime(wasm: &[u8]) -> Result<(), SurfaceError> {
     let surface = surface(wasm).map_err(SurfaceError::Malformed)?;
-    let mut refused: Vec<&str> = surface
-        .imports
-        .iter()
-        .map(String::as_str)
-        .filter(|name| {
-            let (iface, version) = split_version(name);
-            !(iface.starts_with("wasi:")
-                && ALLOWED_IMPORTS.contains(&iface)
-                && supported_version(iface, version))
-        })
-        .collect();
-    refused.sort_unstable();
-    refused.dedup();
-    if !refused.is_empty() {
+    if let Some(refused) = refused_imports(&surface, |iface| {
+        iface.starts_with("wasi:") && ALLOWED_IMPORTS.contains(&iface)
+    }) {
         return Err(SurfaceError::Refused(format!(
-            "the script runtime imports {}, which it may not (WASI 0.2 only)",
-            refused
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "the script runtime imports {refused}, which it may not (WASI 0.2 only)"
         )));
     }
     let exports_runner = surface.exports.iter().any(|name| {

@@ -32,7 +32,7 @@ use super::component::{
     bind_spare, check_header, classify, compile, deadline_of, new_store, take_stdio, timed_out,
 };
 use super::outcome::{CallError, CallFailure, ToolError, TrapReason};
-use super::spare::{Held, MakesSpares, Making, Spare, Spares};
+use super::spare::{Held, MakesSpares, Making, Spares};
 use super::state::{CallBinding, CallIdentity, CallReach, CallState};
 use super::vfs::name;
 use super::vfs::scratch::{IN_FLIGHT, PutError, Scratch, ScratchCaps};
@@ -1153,21 +1153,7 @@ impl ScriptRuntime {
         let mut store = new_store(&self.sandbox, limits, binding, SCRIPT_STDOUT_KEPT_BYTES);
         let made =
             tokio::time::timeout_at(deadline.into(), self.instantiate_timed(&mut store)).await;
-        let instance = match made {
-            Ok(Ok(i)) => i,
-            Ok(Err(e)) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                return Making::Abandoned;
-            }
-            Ok(Err(_)) | Err(_) => return Making::Refused,
-        };
-        let state = store.data_mut();
-        state.ticking = None;
-        if !super::spare::untouched(state) {
-            tracing::debug!("the script runtime's instantiation touched the outside: no spares");
-            return Making::Refused;
-        }
-        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
-        Making::Ready(Spare::new(store, instance, fuel_used, limits, held))
+        Making::settle(made, store, limits, held, RUNTIME_LABEL)
     }
 }
 

@@ -189,6 +189,40 @@ pub(crate) enum Making<I> {
     Abandoned,
 }
 
+impl<I> Making<I> {
+    /// What an instantiation made ahead of its call comes to, given its
+    /// outcome within its deadline (`made`): the pool full is a passing
+    /// reason (abandoned); a trap, a link error or the deadline is the
+    /// component's own doing (refused), and so is an instantiation that
+    /// touched anything outside its memory (`who` names it in the log).
+    pub fn settle(
+        made: Result<wasmtime::Result<I>, tokio::time::error::Elapsed>,
+        mut store: Store<CallState>,
+        limits: Limits,
+        held: Held,
+        who: &str,
+    ) -> Making<I> {
+        let instance = match made {
+            Ok(Ok(instance)) => instance,
+            Ok(Err(e)) if e.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                return Making::Abandoned;
+            }
+            Ok(Err(_)) | Err(_) => return Making::Refused,
+        };
+        let state = store.data_mut();
+        state.ticking = None;
+        if !untouched(state) {
+            tracing::debug!(
+                who,
+                "its instantiation touched the outside: no spare instances"
+            );
+            return Making::Refused;
+        }
+        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        Making::Ready(Spare::new(store, instance, fuel_used, limits, held))
+    }
+}
+
 /// A component's spare, the cost of its instantiation, and whether a spare
 /// is being made.
 pub(crate) struct Spares<I> {
