@@ -75,8 +75,18 @@ fn native(
         .write_all(stdin.as_bytes())
         .expect("write stdin");
     let o = child.wait_with_output().expect("python3");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        out_files(cwd.path()),
+    )
+}
+
+/// The files a native run left under `out/` in `cwd`, by their path
+/// under it, sorted.
+fn out_files(cwd: &Path) -> Vec<(String, Vec<u8>)> {
+    let out = cwd.join("out");
     let mut files = Vec::new();
-    let out = cwd.path().join("out");
     if out.is_dir() {
         for e in walkdir(&out) {
             let rel = e
@@ -88,11 +98,7 @@ fn native(
         }
     }
     files.sort();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        files,
-    )
+    files
 }
 
 fn walkdir(dir: &Path) -> Vec<PathBuf> {
@@ -604,23 +610,10 @@ fn native_with_packages(
         .env("PYTHONPATH", native_site())
         .output()
         .expect("python3");
-    let mut files = Vec::new();
-    let out = cwd.path().join("out");
-    if out.is_dir() {
-        for e in walkdir(&out) {
-            let rel = e
-                .strip_prefix(&out)
-                .expect("under out")
-                .to_string_lossy()
-                .into_owned();
-            files.push((rel, std::fs::read(&e).expect("read output")));
-        }
-    }
-    files.sort();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
-        files,
+        out_files(cwd.path()),
     )
 }
 
