@@ -10,7 +10,7 @@
 //! missing or different is refused with what to do, instead of making its
 //! own key and sealing what the others cannot open.
 
-use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use aws_lc_rs::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use sha2::{Digest, Sha256};
 
 use super::Store;

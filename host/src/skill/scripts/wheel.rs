@@ -38,7 +38,8 @@ impl WheelName {
     /// ```
     /// let w = skillhost::WheelName::parse("pypdf-5.1.0-py3-none-any.whl").unwrap();
     /// assert!(w.pure);
-    /// assert!(skillhost::WheelName::parse("pypdf-5.1.0.tar.gz").unwrap_err().contains("setup code"));
+    /// let err = skillhost::WheelName::parse("pypdf-5.1.0.tar.gz").unwrap_err();
+    /// assert!(err.to_string().contains("setup code"));
     /// ```
     pub fn parse(file: &str) -> Result<WheelName, PackageError> {
         if file.ends_with(".tar.gz") || file.ends_with(".zip") || file.ends_with(".tar.bz2") {

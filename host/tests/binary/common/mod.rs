@@ -145,15 +145,20 @@ pub fn sealed_document(db: &database::TestDatabase, key_file: &Path, name: &str)
     ));
     let (nonce, sealed) = row.split_once('|')?;
     let key = std::fs::read(key_file).expect("secrets.key");
-    let key = ring::aead::LessSafeKey::new(
-        ring::aead::UnboundKey::new(&ring::aead::CHACHA20_POLY1305, &key).expect("key"),
+    let key = aws_lc_rs::aead::LessSafeKey::new(
+        aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::CHACHA20_POLY1305, &key).expect("key"),
     );
-    let nonce = ring::aead::Nonce::try_assume_unique_for_key(&hex::decode(nonce).expect("hex"))
-        .expect("nonce");
+    let nonce =
+        aws_lc_rs::aead::Nonce::try_assume_unique_for_key(&hex::decode(nonce).expect("hex"))
+            .expect("nonce");
     let mut bytes = hex::decode(sealed).expect("hex");
     let aad = format!("skillhost-document\0{name}");
     let plain = key
-        .open_in_place(nonce, ring::aead::Aad::from(aad.as_bytes()), &mut bytes)
+        .open_in_place(
+            nonce,
+            aws_lc_rs::aead::Aad::from(aad.as_bytes()),
+            &mut bytes,
+        )
         .expect("the document opens under the data dir's key");
     Some(String::from_utf8(plain.to_vec()).expect("UTF-8"))
 }
