@@ -411,11 +411,21 @@ fn init_tracing(verbose: u8) {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
+    // The guest-arguments filter says it passes nothing above what
+    // RUST_LOG asks for. Without that hint the subscriber's level is
+    // unbounded, so the `log` records of every crate (cranelift logs each
+    // function it compiles at trace level) were built and filtered one by
+    // one: compiling a 19 MB Python guest spent most of its time there.
+    let hint = filter
+        .max_level_hint()
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::TRACE);
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(|| LogWriter(std::io::stderr()))
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter)
-        .with_filter(tracing_subscriber::filter::filter_fn(not_guest_arguments));
+        .with_filter(
+            tracing_subscriber::filter::filter_fn(not_guest_arguments).with_max_level_hint(hint),
+        );
     let _ = tracing_subscriber::registry().with(layer).try_init();
 }
 

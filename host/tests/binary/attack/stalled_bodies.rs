@@ -58,7 +58,7 @@ async fn answer_then_close(s: &mut TcpStream, limit: Duration) -> Option<String>
 }
 
 /// `GET /healthz` from `source` on a fresh connection: whether it answered
-/// 200 within 2 s.
+/// 200 within 4 s (a loaded machine answers late; a held server never).
 async fn healthz_from(source: Ipv4Addr, port: u16) -> bool {
     let attempt = async {
         let socket = TcpSocket::new_v4().ok()?;
@@ -78,7 +78,7 @@ async fn healthz_from(source: Ipv4Addr, port: u16) -> bool {
         Some(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"))
     };
     matches!(
-        tokio::time::timeout(Duration::from_secs(2), attempt).await,
+        tokio::time::timeout(Duration::from_secs(4), attempt).await,
         Ok(Some(true))
     )
 }
@@ -242,10 +242,16 @@ async fn stalled_bodies_are_cut_on_every_route() {
         "the stalled uploads within the cap were not all cut by the deadline"
     );
     // The attacker's address is served again: its connections are gone.
-    assert!(
-        healthz_from(attacker, port).await,
-        "the stalled connections still hold the peer's cap"
-    );
+    // The server frees a connection's place in the peer's cap when its
+    // task ends, a moment after the client sees the close: asked again
+    // for a bounded while (a loaded machine schedules that task late).
+    let freed = Instant::now() + Duration::from_secs(5);
+    let mut served = healthz_from(attacker, port).await;
+    while !served && Instant::now() < freed {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        served = healthz_from(attacker, port).await;
+    }
+    assert!(served, "the stalled connections still hold the peer's cap");
 
     // Each refused persona request is an audit event (the console's and
     // the upload's come from no caller).
