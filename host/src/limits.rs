@@ -881,24 +881,24 @@ pub const MAX_BUILD_SOURCE_FILES_RECORDED: usize = 256;
 /// tight loop's 6.4 × 10⁹ a second. Reading a PDF form's fields with pypdf
 /// took 5.9 × 10⁸ (its byte-code compiled ahead), so this is a hundred
 /// times that: room for real documents, while a runaway script still ends
-/// by fuel. Capped by the policy's ceiling ([`CEILING_FUEL`], 10¹¹).
+/// by fuel. Capped by the policy's ceiling (`CEILING_FUEL`, 10¹¹).
 pub const DEFAULT_SCRIPT_FUEL: u64 = 60_000_000_000;
 
 /// Default memory of a script call: 256 MiB. The pypdf form read fits in
 /// 48 MiB; parsing a 20 MB PDF or a large workbook into Python objects
 /// needs a few hundred. Capped by the policy's ceiling
-/// ([`CEILING_MEMORY_BYTES`], 1 GiB).
+/// (`CEILING_MEMORY_BYTES`, 1 GiB).
 pub const DEFAULT_SCRIPT_MEMORY_BYTES: u64 = 256 << 20;
 
 /// Default deadline of a script call: 60 s, the default fuel at a loaded
 /// machine's pace (byte-compiling pypdf's 61 files, 4.9 × 10⁹ fuel, took
 /// 3 s on the shared 2-core machine). Capped by the policy's ceiling
-/// ([`CEILING_TIMEOUT`], 300 s).
+/// (`CEILING_TIMEOUT`, 300 s).
 pub const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How much of a script's stdout (and, apart, its stderr) a call keeps:
 /// 256 KiB. A script's stdout *is* its answer (a report, a JSON document);
-/// the 16 KiB a tool call keeps ([`KEPT_STDIO_BYTES`]) cuts real reports.
+/// the 16 KiB a tool call keeps (`KEPT_STDIO_BYTES`) cuts real reports.
 /// Past it the rest is counted, and the flood cap stays the call's
 /// `max_stdio_bytes`.
 pub const SCRIPT_STDOUT_KEPT_BYTES: usize = 256 << 10;

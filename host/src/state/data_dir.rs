@@ -59,7 +59,7 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_ttl_secs: Option<u64>,
     /// Keep every call's arguments with its run (secrets redacted, at most
-    /// [`crate::limits::RECORDED_ARGS_MAX_BYTES`]), for an operator who
+    /// 64 KiB, `RECORDED_ARGS_MAX_BYTES` in `limits.rs`), for an operator who
     /// audits what agents sent. Default false: a run keeps the arguments
     /// of a call only while it waits for approval, so a call's record
     /// stays small (see `BENCHMARKS.md`).
