@@ -382,7 +382,7 @@ fn polyglot() -> anyhow::Result<()> {
             &data,
             skill,
             &manifest,
-            &std::fs::read(wasm)?,
+            &skillhost_test_plugins::read_component(wasm),
         )?;
         skillhost(&exe, &data, &["skills", "trust", skill])?;
         skillhost(&exe, &data, &["grants", "skill", PERSONA, skill, "on"])?;

@@ -153,7 +153,7 @@ fn main() -> anyhow::Result<()> {
 
     let mut rust_p50 = Duration::ZERO;
     for g in GUESTS {
-        let wasm = std::fs::read(g.wasm)?;
+        let wasm = art::read_component(g.wasm);
         let label = format!("{}@bench", g.name);
         // The first load compiles and fills the cache; the second is what
         // every later process pays.
@@ -237,7 +237,7 @@ fn sibling_compiles(first: &str, sibling: &str) -> anyhow::Result<(f64, f64)> {
     let cache = tempfile::tempdir()?;
     let mut took = Vec::new();
     for (label, path) in [("first@bench", first), ("sibling@bench", sibling)] {
-        let wasm = std::fs::read(path)?;
+        let wasm = art::read_component(path);
         let sandbox = SandboxBuilder::new().cache_dir(cache.path()).build()?;
         let started = Instant::now();
         let component = sandbox.load(label, &wasm)?;

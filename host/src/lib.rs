@@ -24,8 +24,95 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The crate's map is `ARCHITECTURE.md` at the repository root. The
-//! modules are private; what is public is re-exported here, by concern.
+//! Two whole programs show embedding: `examples/embed.rs` (a host, a
+//! persona, a granted and a refused call, the audit events) and
+//! `examples/axum_service.rs` (one persona's tools behind an axum service,
+//! refusals as HTTP statuses). The crate's map is `ARCHITECTURE.md` at the
+//! repository root. The modules are private; what is public is re-exported
+//! here, and listed below by concern.
+//!
+//! # Features
+//!
+//! `default-features = false` gives the host an embedder needs: the
+//! sandbox, skills, bundles and skill scripts, the registry with personas
+//! and grants, the state on SQLite, the MCP client, and the MCP server
+//! front over stdio ([`McpFront`]). Each feature adds one part (all are
+//! default):
+//!
+//! | feature | adds |
+//! | --- | --- |
+//! | `http` | the HTTP front: `HttpServer` (MCP over streamable HTTP at `/mcp`, the operator's API at `/api`, `/metrics`), on axum and hyper |
+//! | `console` | the operator's console in the browser, served by the HTTP front at `/` (implies `http`) |
+//! | `postgres` | the state on a PostgreSQL server shared by replicas (`database` in `settings.json`, `SKILLHOST_DATABASE`, [`migrate_state`]); without it a data dir naming PostgreSQL is refused with a [`StateError`] naming the feature |
+//! | `cli` | the `skillhost` binary: its command line, log subscriber and allocator (implies `http` and `console`) |
+//!
+//! # The host
+//!
+//! - [`HostBuilder`] opens a data dir into a [`Host`]; `Host`'s own page
+//!   lists its methods by task (calls, personas and grants, approvals and
+//!   runs, skills and bundles, MCP servers, tokens, metrics).
+//! - A call: [`Caller`], [`CallRequest`], [`RunReport`] with its
+//!   [`Outcome`] and [`RunOutput`]; a handoff between calls:
+//!   [`StructuredHandoff`]; what is waiting: [`Approval`], [`Question`].
+//! - What a front lists: [`ToolSpec`] (with its [`Provider`]),
+//!   [`PersonaGrants`], [`SkillStatus`]; the history: [`RunRecord`],
+//!   [`RunDetail`], [`HostEvent`], [`Activity`].
+//! - Access: [`TokenInfo`], [`FrontOAuth`], [`AccessRefusal`].
+//!
+//! # Errors
+//!
+//! Every fallible `Host` method returns the error of its family:
+//! [`PersonaError`], [`CatalogError`], [`ApprovalError`], [`ServerError`],
+//! [`RefError`], [`TokenError`], [`StateError`]. [`HostError::kind`] (an
+//! [`ErrorKind`]) is what a front maps once to its own answer.
+//!
+//! # Skills
+//!
+//! - Manifests: [`SkillManifest`] (`skill.yaml`, or an Agent Skills
+//!   `SKILL.md`), [`ToolDecl`], [`Permissions`], [`ManifestError`];
+//!   schemas: [`Schema`].
+//! - A loaded skill: [`Skill`], [`SkillError`]; the built-in ones:
+//!   [`builtin_skills`].
+//! - Building a guest from source: [`build_skill`], [`freshness`],
+//!   [`BuildRecord`], [`BuildError`].
+//! - Skill scripts: [`ScriptSet`], [`ScriptCall`], [`run_script_tool`];
+//!   their Python packages: [`prepare_packages`], [`PackageLock`],
+//!   [`check_wheel`].
+//!
+//! # Bundles
+//!
+//! [`pack_dir`], [`open_bundle`] and [`install_bundle`]; signatures:
+//! [`SecretKey`], [`PublicKey`], [`Signer`], [`Statement`];
+//! [`BundleError`], [`PackError`].
+//!
+//! # The sandbox and its limits
+//!
+//! [`SandboxBuilder`] and [`Sandbox`], a [`SkillComponent`] and its
+//! [`CallOptions`], [`CallOutput`] or [`CallFailure`] ([`TrapReason`],
+//! [`DenyReason`]); outbound HTTP: [`Outbound`], [`OriginPattern`];
+//! scripts: [`ScriptRuntime`], [`ScriptRequest`]. Limits: [`Limits`],
+//! [`LimitsPolicy`], [`LimitsRequest`], [`OutboundLimits`] and the
+//! `DEFAULT_*` and `MAX_*` constants, each with the reason for its value.
+//!
+//! # State
+//!
+//! The data dir: [`Settings`] (`settings.json`), [`DB_FILE`],
+//! [`compile_cache_dir`]; records: [`Persona`], [`InstalledRecord`],
+//! [`TrustedKey`], [`SecretInfo`], [`RefInfo`], [`ApprovalRecord`];
+//! moving the state to PostgreSQL: [`migrate_state`].
+//!
+//! # MCP
+//!
+//! Upstream servers are the `skillhost-mcp` crate's, run by the host
+//! ([`Host::mcp`]; pins: [`StorePins`]). Serving: [`McpFront`] (an rmcp
+//! server handler over a `Host` and a `Caller`, over stdio or any rmcp
+//! transport); with the `http` feature, `HttpServer` and
+//! `HttpServerBuilder` (MCP over streamable HTTP, the operator's API).
+//!
+//! # Text shown to people
+//!
+//! [`escape_for_terminal`] and [`reveal_invisible`]: control, invisible
+//! and bidirectional characters made visible.
 
 #![deny(missing_docs)]
 
@@ -176,6 +263,7 @@ pub use upstream::pins::{StorePins, mcp_manager_options};
 pub use upstream::{Enabled, PinStatus};
 
 // Fronts: MCP over stdio or HTTP, and the operator's HTTP API.
+#[cfg(feature = "http")]
 pub use front::http::{
     AdminAuth, AppState, DEFAULT_GRACE, HttpLimits, HttpServer, HttpServerBuilder, OriginPolicy,
     api_router, raise_open_files_limit,

@@ -113,6 +113,7 @@ pub const HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// streams to write their final result (the 2026-07-28 graceful teardown)
 /// before it ends every session: 1 s. Writing one small message takes
 /// microseconds; a client that stopped reading must not hold the stop up.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub const HTTP_LISTEN_FINAL_RESULT_WAIT: Duration = Duration::from_secs(1);
 
 /// HTTP connections open at once, from every peer: 4096, well under the
@@ -242,6 +243,7 @@ pub const MCP_STDIO_MAX_LINE_BYTES: usize = 16 << 20;
 /// whether the request is its own: 64 KiB, far above an agent's usual call
 /// and small enough to read whole on the way. A bigger call goes to rmcp,
 /// which reads it under its own limit.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub const MCP_HTTP_LANE_MAX_BODY_BYTES: usize = 64 << 10;
 
 /// Most core instances one call's component may create: 128. A Rust
@@ -391,17 +393,20 @@ pub const DB_TRANSACTION_ATTEMPTS: u32 = 8;
 /// Longest wait to connect to a PostgreSQL server: a server that is down
 /// or unreachable fails the command (or the start of `serve`) with its
 /// address rather than hanging.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub const DB_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest wait for one PostgreSQL query's answer. Host queries take
 /// milliseconds; one that takes this long means the server or the network
 /// is stuck, and the caller gets an error instead of waiting forever.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub const DB_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a replica's change feed (its `LISTEN` connection to
 /// PostgreSQL) waits before connecting again after losing the server.
 /// While it is away the replica asks the database on every check instead,
 /// so this only bounds how soon it goes back to asking less.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub const DB_FEED_RETRY: Duration = Duration::from_millis(500);
 
 /// How long a replica's lease on an approved call it runs lasts; it renews
@@ -775,51 +780,61 @@ pub const MAX_AUTH_METADATA_BYTES: usize = 256 * 1024;
 /// e.g. fetching the metadata a 401 names): 64 KiB, more than any MCP
 /// request a client sends before it has a token; a bigger body gets the
 /// refusal with `Connection: close`.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub const REFUSED_BODY_DRAIN_BYTES: usize = 64 << 10;
 
 /// How long the front waits for a refused request's body: 2 s, a slow
 /// client's body on a loaded link; a slower one gets `Connection: close`.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub const REFUSED_BODY_DRAIN_TIME: Duration = Duration::from_secs(2);
 
 /// How long a console sign-in lasts: a working day. The admin token is
 /// asked again after it; a session is ended sooner by signing out or by
 /// the server's restart (sessions live in memory only).
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
 
 /// Console sessions open at once: a few operators with a few browsers
 /// each. Beyond it the oldest session ends, so a script signing in over
 /// and over cannot grow the server's memory.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_MAX_SESSIONS: usize = 64;
 
 /// How often a console page's live stream looks for a change in the
 /// approval queue (one cheap indexed count per look and stream): the
 /// queue shows a new waiting call within this plus the page's fetch.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_LIVE_POLL: Duration = Duration::from_millis(400);
 
 /// Console live streams open at once, across sessions: each polls the
 /// database, so they are capped apart from MCP's listening streams.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_MAX_LIVE_STREAMS: usize = 32;
 
 /// How much of a waiting call's arguments the approval queue shows
 /// before folding the rest under "show all" (the page stays readable
 /// with 64 KiB arguments, `MAX_WAITING_ARGS_BYTES`).
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_ARGS_PREVIEW_CHARS: usize = 600;
 
 /// Verified bundles the console keeps for an install the operator has not
 /// confirmed yet (one per session; the oldest goes beyond it): each may be
 /// up to 25 MiB (`MAX_ARCHIVE_BYTES`), in a temporary file of the data dir
 /// (an open file with no name), not in memory.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_MAX_UPLOADS: usize = 4;
 
 /// Bundle uploads the console reads at once: 2. An operator uploads one
 /// bundle at a time; each upload being read holds a file and, while it is
 /// verified, the bundle in memory (up to 25 MiB), so this bounds both.
 /// One more is refused at once, saying so.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_MAX_CONCURRENT_UPLOADS: usize = 2;
 
 /// The most an upload's `csrf` part may hold: 256 bytes (the token is 64
 /// hex digits). It is read before the bundle, so a longer one is refused
 /// without reading on.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_CSRF_PART_BYTES: usize = 256;
 
 /// Wrong console sign-ins one peer address may try within a
@@ -828,19 +843,23 @@ pub const CONSOLE_CSRF_PART_BYTES: usize = 256;
 /// too: the admin token is not guessed through the throttle) until the
 /// window ends, and those refusals are counted in one audit event instead
 /// of a row each.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_SIGN_IN_ATTEMPTS: u32 = 10;
 
 /// The window of [`CONSOLE_SIGN_IN_ATTEMPTS`]: 60 s, short enough that an
 /// operator who mistyped waits a minute at most.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_SIGN_IN_WINDOW: Duration = Duration::from_secs(60);
 
 /// Peer addresses the sign-in throttle counts apart: 1024, more than ever
 /// reach a console. Past it the others share one count, so addresses made
 /// up by the thousand neither grow memory nor escape the throttle.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_SIGN_IN_PEERS: usize = 1024;
 
 /// The most form bytes a console POST may send (a sign-in token, a
 /// reason, a CSRF token): anything longer is not a console form.
+#[cfg_attr(not(feature = "console"), allow(dead_code))]
 pub const CONSOLE_MAX_FORM_BYTES: usize = 16 << 10;
 
 /// The most source files `skillhost build` reads from a skill folder to
@@ -862,24 +881,24 @@ pub const MAX_BUILD_SOURCE_FILES_RECORDED: usize = 256;
 /// tight loop's 6.4 × 10⁹ a second. Reading a PDF form's fields with pypdf
 /// took 5.9 × 10⁸ (its byte-code compiled ahead), so this is a hundred
 /// times that: room for real documents, while a runaway script still ends
-/// by fuel. Capped by the policy's ceiling ([`CEILING_FUEL`], 10¹¹).
+/// by fuel. Capped by the policy's ceiling (`CEILING_FUEL`, 10¹¹).
 pub const DEFAULT_SCRIPT_FUEL: u64 = 60_000_000_000;
 
 /// Default memory of a script call: 256 MiB. The pypdf form read fits in
 /// 48 MiB; parsing a 20 MB PDF or a large workbook into Python objects
 /// needs a few hundred. Capped by the policy's ceiling
-/// ([`CEILING_MEMORY_BYTES`], 1 GiB).
+/// (`CEILING_MEMORY_BYTES`, 1 GiB).
 pub const DEFAULT_SCRIPT_MEMORY_BYTES: u64 = 256 << 20;
 
 /// Default deadline of a script call: 60 s, the default fuel at a loaded
 /// machine's pace (byte-compiling pypdf's 61 files, 4.9 × 10⁹ fuel, took
 /// 3 s on the shared 2-core machine). Capped by the policy's ceiling
-/// ([`CEILING_TIMEOUT`], 300 s).
+/// (`CEILING_TIMEOUT`, 300 s).
 pub const DEFAULT_SCRIPT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How much of a script's stdout (and, apart, its stderr) a call keeps:
 /// 256 KiB. A script's stdout *is* its answer (a report, a JSON document);
-/// the 16 KiB a tool call keeps ([`KEPT_STDIO_BYTES`]) cuts real reports.
+/// the 16 KiB a tool call keeps (`KEPT_STDIO_BYTES`) cuts real reports.
 /// Past it the rest is counted, and the flood cap stays the call's
 /// `max_stdio_bytes`.
 pub const SCRIPT_STDOUT_KEPT_BYTES: usize = 256 << 10;

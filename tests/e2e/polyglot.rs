@@ -29,7 +29,7 @@ fn sandbox() -> &'static Sandbox {
 
 fn load(dir: &str, wasm: &str) -> Skill {
     let manifest = SkillManifest::load_dir(std::path::Path::new(dir)).expect("manifest");
-    let bytes = std::fs::read(wasm).expect("built plugin");
+    let bytes = art::read_component(wasm);
     Skill::from_parts(sandbox(), manifest, Some(&bytes)).unwrap_or_else(|e| panic!("{dir}: {e}"))
 }
 
@@ -269,7 +269,7 @@ async fn a_tool_the_component_lacks_is_not_implemented_not_invalid_input() {
         ),
     ] {
         let _ = dir;
-        let bytes = std::fs::read(wasm).unwrap();
+        let bytes = art::read_component(wasm);
         let c = sandbox().load("polyglot@0.1.0", &bytes).unwrap();
         let e = c
             .call("nope.missing", "{}", &Default::default())

@@ -657,6 +657,9 @@ impl AccessVerifier {
     }
 }
 
+/// # Access tokens from an OAuth authorization server
+///
+/// The front's OAuth settings and the caller an access token names.
 impl Host {
     /// The front's OAuth settings (`front_oauth` in `settings.json`), if
     /// this deployment has them: read once, at first use.

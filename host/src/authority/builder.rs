@@ -257,3 +257,42 @@ impl HostBuilder {
         Ok(host)
     }
 }
+
+// What a build without the `postgres` feature does with a data dir that
+// names PostgreSQL (a full build connects: tests/e2e and the binary's
+// replicas tests).
+#[cfg(all(test, not(feature = "postgres")))]
+mod tests {
+    use super::HostBuilder;
+    use crate::{ErrorKind, HostError as _};
+
+    /// A data dir whose settings name PostgreSQL, on a build without the
+    /// `postgres` feature: refused with a typed error naming the feature
+    /// and the setting, never a panic, and nothing opened.
+    #[tokio::test]
+    async fn postgres_settings_without_the_feature_are_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join(crate::SETTINGS_FILE),
+            r#"{"database": "postgres://app:hunter2@db.internal:5432/skills"}"#,
+        )
+        .expect("settings");
+        let Err(e) = HostBuilder::new(dir.path()).build().await else {
+            panic!("a host was built on a PostgreSQL database without the feature");
+        };
+        assert_eq!(e.kind(), ErrorKind::Internal);
+        let shown = e.to_string();
+        // The environment variable, when set, names the database instead.
+        let named_by = match std::env::var(crate::state::data_dir::DATABASE_ENV) {
+            Ok(v) if !v.is_empty() => crate::state::data_dir::DATABASE_ENV,
+            _ => "`database` in settings.json",
+        };
+        assert!(shown.contains(named_by), "{shown}");
+        assert!(shown.contains("`postgres` feature"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            !dir.path().join(crate::DB_FILE).exists(),
+            "no SQLite file made"
+        );
+    }
+}

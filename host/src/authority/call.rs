@@ -256,6 +256,10 @@ impl RunReport {
     }
 }
 
+/// # Calls
+///
+/// The one call path every front uses: authorize, validate, confirm,
+/// execute, record.
 impl Host {
     /// Calls `tool` as `caller` through the whole path (see the module
     /// docs). Never fails: every way a call can end is a [`RunReport`]

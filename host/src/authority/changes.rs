@@ -15,6 +15,9 @@ use super::{Host, lock};
 /// per look for the whole host, however many clients listen.
 pub const LIST_CHANGED_POLL: Duration = Duration::from_millis(500);
 
+/// # Changes
+///
+/// Waking a front when the tools it lists may have changed.
 impl Host {
     /// A receiver that sees a new value whenever the host's state changes
     /// (grants, personas, skills, MCP servers and their tools, persona

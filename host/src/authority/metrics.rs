@@ -525,6 +525,9 @@ impl Metrics {
 const RESTARTS_HELP: &str = "Times the supervisor restarted an MCP server after its session \
                              ended, since this host began supervising it";
 
+/// # Metrics
+///
+/// The host's metrics in Prometheus text format.
 impl Host {
     /// This host's metrics in the Prometheus text exposition format
     /// (version 0.0.4, [`crate::METRICS_CONTENT_TYPE`]), as `GET /metrics`

@@ -120,6 +120,140 @@ pub(crate) struct HostInner {
 
 /// The host. Cheap to clone; every clone is the same host.
 ///
+/// # Methods by task
+///
+/// Each task's methods are one `impl Host` block (one file of
+/// `authority/`), listed here in the order an embedder meets them:
+///
+/// - **Start and stop**: build it with [`HostBuilder`]; [`data_dir`],
+///   [`flush`] (the run history on disk), [`shutdown`].
+/// - **A caller's tools and calls**: [`tool_specs`] (what a persona may
+///   use), [`call`] and [`call_handoff`] (the one call path), [`changes`]
+///   (wakes when the tool list may have changed), [`conflicts`] and
+///   [`registry_problems`] (tools that could not be registered), [`why`]
+///   (why a persona may or may not call a tool).
+/// - **Personas and grants**: [`personas`], [`add_persona`],
+///   [`remove_persona`], [`grants`], [`grant_skill`], [`grant_mcp`],
+///   [`put_mcp_grants`], [`set_client_approval`].
+/// - **Approvals, runs and events**: [`pending_approvals`], [`approve`],
+///   [`approve_by`], [`deny`], [`deny_by`], [`deny_because`],
+///   [`client_may_decide`]; [`runs`], [`run_page`], [`run`],
+///   [`run_detail`], [`activity`]; [`events`] (the live stream),
+///   [`recent_events`], [`event_page`]; [`gc`] (retention).
+/// - **Questions a skill asks the operator**: [`questions`],
+///   [`answer_question`].
+/// - **Input refs** (files a call may read): [`add_ref`], [`refs`],
+///   [`remove_ref`].
+/// - **Skills and bundles**: [`skills`], [`installed_skills`],
+///   [`skill_source_problems`], [`verify_bundle`], [`install_bundle`],
+///   [`bundle_upload`], [`verify_upload`], [`install_upload`],
+///   [`uninstall_skill`], [`set_skill_enabled`], [`trust_skill`],
+///   [`approve_permissions`]; publisher keys: [`trust_key`],
+///   [`trusted_keys`], [`untrust_key`]; skill folders to load:
+///   [`sources`], [`add_source`], [`remove_source`].
+/// - **Skill secrets**: [`set_secret`], [`secrets`], [`remove_secret`].
+/// - **MCP servers**: [`mcp`], [`connect_mcp_servers`], [`mcp_servers`],
+///   [`mcp_server`], [`add_mcp_server`], [`replace_mcp_server`],
+///   [`remove_mcp_server`], [`enable_mcp_server`],
+///   [`disable_mcp_server`], [`import_mcp_servers`], [`test_mcp_server`],
+///   [`restart_mcp`], [`mcp_server_tools`], [`mcp_server_logs`]; their
+///   sign-ins: [`sign_in_mcp_server`], [`sign_out_mcp_server`],
+///   [`mcp_sign_in_state`].
+/// - **Tokens and access**: [`add_token`], [`tokens`], [`remove_token`],
+///   [`token_persona`], [`admin_token`]; OAuth access tokens:
+///   [`front_oauth`], [`access_token_caller`].
+/// - **Metrics**: [`metrics_text`] (Prometheus text).
+///
+/// Every fallible method returns the typed error of its family
+/// ([`crate::HostError`]); [`call`] never fails: every way a call ends is
+/// a [`RunReport`] outcome.
+///
+/// [`data_dir`]: Host::data_dir
+/// [`flush`]: Host::flush
+/// [`shutdown`]: Host::shutdown
+/// [`tool_specs`]: Host::tool_specs
+/// [`call`]: Host::call
+/// [`call_handoff`]: Host::call_handoff
+/// [`changes`]: Host::changes
+/// [`conflicts`]: Host::conflicts
+/// [`registry_problems`]: Host::registry_problems
+/// [`why`]: Host::why
+/// [`personas`]: Host::personas
+/// [`add_persona`]: Host::add_persona
+/// [`remove_persona`]: Host::remove_persona
+/// [`grants`]: Host::grants
+/// [`grant_skill`]: Host::grant_skill
+/// [`grant_mcp`]: Host::grant_mcp
+/// [`put_mcp_grants`]: Host::put_mcp_grants
+/// [`set_client_approval`]: Host::set_client_approval
+/// [`pending_approvals`]: Host::pending_approvals
+/// [`approve`]: Host::approve
+/// [`approve_by`]: Host::approve_by
+/// [`deny`]: Host::deny
+/// [`deny_by`]: Host::deny_by
+/// [`deny_because`]: Host::deny_because
+/// [`client_may_decide`]: Host::client_may_decide
+/// [`runs`]: Host::runs
+/// [`run_page`]: Host::run_page
+/// [`run`]: Host::run
+/// [`run_detail`]: Host::run_detail
+/// [`activity`]: Host::activity
+/// [`events`]: Host::events
+/// [`recent_events`]: Host::recent_events
+/// [`event_page`]: Host::event_page
+/// [`gc`]: Host::gc
+/// [`questions`]: Host::questions
+/// [`answer_question`]: Host::answer_question
+/// [`add_ref`]: Host::add_ref
+/// [`refs`]: Host::refs
+/// [`remove_ref`]: Host::remove_ref
+/// [`skills`]: Host::skills
+/// [`installed_skills`]: Host::installed_skills
+/// [`skill_source_problems`]: Host::skill_source_problems
+/// [`verify_bundle`]: Host::verify_bundle
+/// [`install_bundle`]: Host::install_bundle
+/// [`bundle_upload`]: Host::bundle_upload
+/// [`verify_upload`]: Host::verify_upload
+/// [`install_upload`]: Host::install_upload
+/// [`uninstall_skill`]: Host::uninstall_skill
+/// [`set_skill_enabled`]: Host::set_skill_enabled
+/// [`trust_skill`]: Host::trust_skill
+/// [`approve_permissions`]: Host::approve_permissions
+/// [`trust_key`]: Host::trust_key
+/// [`trusted_keys`]: Host::trusted_keys
+/// [`untrust_key`]: Host::untrust_key
+/// [`sources`]: Host::sources
+/// [`add_source`]: Host::add_source
+/// [`remove_source`]: Host::remove_source
+/// [`set_secret`]: Host::set_secret
+/// [`secrets`]: Host::secrets
+/// [`remove_secret`]: Host::remove_secret
+/// [`mcp`]: Host::mcp
+/// [`connect_mcp_servers`]: Host::connect_mcp_servers
+/// [`mcp_servers`]: Host::mcp_servers
+/// [`mcp_server`]: Host::mcp_server
+/// [`add_mcp_server`]: Host::add_mcp_server
+/// [`replace_mcp_server`]: Host::replace_mcp_server
+/// [`remove_mcp_server`]: Host::remove_mcp_server
+/// [`enable_mcp_server`]: Host::enable_mcp_server
+/// [`disable_mcp_server`]: Host::disable_mcp_server
+/// [`import_mcp_servers`]: Host::import_mcp_servers
+/// [`test_mcp_server`]: Host::test_mcp_server
+/// [`restart_mcp`]: Host::restart_mcp
+/// [`mcp_server_tools`]: Host::mcp_server_tools
+/// [`mcp_server_logs`]: Host::mcp_server_logs
+/// [`sign_in_mcp_server`]: Host::sign_in_mcp_server
+/// [`sign_out_mcp_server`]: Host::sign_out_mcp_server
+/// [`mcp_sign_in_state`]: Host::mcp_sign_in_state
+/// [`add_token`]: Host::add_token
+/// [`tokens`]: Host::tokens
+/// [`remove_token`]: Host::remove_token
+/// [`token_persona`]: Host::token_persona
+/// [`admin_token`]: Host::admin_token
+/// [`front_oauth`]: Host::front_oauth
+/// [`access_token_caller`]: Host::access_token_caller
+/// [`metrics_text`]: Host::metrics_text
+///
 /// ```no_run
 /// # async fn f() -> anyhow::Result<()> {
 /// use skillhost::{Caller, HostBuilder};
@@ -388,6 +522,10 @@ impl Host {
     }
 }
 
+/// # The host itself
+///
+/// Its data dir, the tools a persona may use, what could not be
+/// registered, and stopping.
 impl Host {
     /// The data dir.
     ///

@@ -52,6 +52,9 @@ pub struct SkillGrantView {
     pub suspended: Option<String>,
 }
 
+/// # Personas and grants
+///
+/// Who may call, and which skills and MCP servers each persona may use.
 impl Host {
     /// Every persona, sorted by id.
     ///

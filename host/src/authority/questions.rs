@@ -42,6 +42,9 @@ pub enum QuestionAnswer {
     Decline,
 }
 
+/// # Questions to the operator
+///
+/// What a skill asked that the operator answers.
 impl Host {
     /// The questions waiting for the operator, oldest first.
     ///

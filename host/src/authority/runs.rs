@@ -181,6 +181,10 @@ fn unusable_state(tool: &str) -> ApprovalError {
     ))
 }
 
+/// # Approvals, runs, events and refs
+///
+/// Deciding waiting calls, reading the run history and its audit events,
+/// retention, and the input refs calls may read.
 impl Host {
     /// Approves a run waiting for approval, as the operator, and executes
     /// exactly the approved arguments, once, as its caller (authorization
@@ -572,6 +576,7 @@ impl Host {
     /// Records in one `refused` event that `count` of `caller`'s requests
     /// `what` from `peer` were refused, and why: a flood is counted, not
     /// written a row each.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn refused_repeatedly(
         &self,
         caller: &Caller,

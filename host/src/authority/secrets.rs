@@ -51,6 +51,9 @@ fn check_value(value: &str) -> Result<(), CatalogError> {
     Ok(())
 }
 
+/// # Skill secrets
+///
+/// Values a skill's outbound requests carry, sealed in the state.
 impl Host {
     /// Sets (or replaces) the secret `name` of skill `skill` to `value`.
     /// The skill must declare it (in its effective or held version); the

@@ -23,6 +23,10 @@ fn same_but_grants(a: &ServerConfig, b: &ServerConfig) -> bool {
     a == *b
 }
 
+/// # MCP servers
+///
+/// Configuring, connecting, testing and signing in to upstream MCP
+/// servers, and the tools they offer.
 impl Host {
     /// Starts every enabled MCP server and waits until each is ready,
     /// failed, or past its connect timeout; then `self.mcp().is_ready()`.

@@ -73,6 +73,9 @@ pub struct SkillStatus {
     pub scripts: Option<crate::ScriptSet>,
 }
 
+/// # Skills and bundles
+///
+/// Installing, trusting, enabling and approving skills; publisher keys.
 impl Host {
     /// Every effective skill with its state (`ready`, `unresolved` with the
     /// missing names, `untrusted`, `disabled`, `invalid`), by name.

@@ -8,6 +8,9 @@ use super::{Host, lock};
 use crate::error::CatalogError;
 use crate::skill::manifest::SkillManifest;
 
+/// # Skill sources
+///
+/// Folders of skills the host loads beside its installed ones.
 impl Host {
     /// The local skill folders, in the order they are read.
     ///

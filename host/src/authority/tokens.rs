@@ -64,6 +64,9 @@ pub(crate) fn well_formed(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// # Tokens
+///
+/// Bearer tokens that name a persona (or the operator).
 impl Host {
     /// Makes a new token for `persona` and returns it with its row. The
     /// token is only ever returned here: the host keeps its sha256.

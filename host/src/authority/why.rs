@@ -74,6 +74,7 @@ fn step(name: &str, ok: bool, detail: impl Into<String>) -> WhyStep {
 /// Bytes of the server log shown.
 const LOG_TAIL_BYTES: usize = 2048;
 
+/// # Why a call is allowed or refused
 impl Host {
     /// Walks the debugging order for `persona` and `tool` (see the module
     /// docs). For an MCP tool whose server is not running in this process,

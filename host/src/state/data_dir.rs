@@ -59,7 +59,7 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_ttl_secs: Option<u64>,
     /// Keep every call's arguments with its run (secrets redacted, at most
-    /// [`crate::limits::RECORDED_ARGS_MAX_BYTES`]), for an operator who
+    /// 64 KiB, `RECORDED_ARGS_MAX_BYTES` in `limits.rs`), for an operator who
     /// audits what agents sent. Default false: a run keeps the arguments
     /// of a call only while it waits for approval, so a call's record
     /// stays small (see `BENCHMARKS.md`).
@@ -360,11 +360,22 @@ impl DataDir {
             database: Database::Sqlite,
         };
         let named = match std::env::var(DATABASE_ENV) {
-            Ok(url) if !url.is_empty() => Some(url),
-            _ => data.settings()?.database,
+            Ok(url) if !url.is_empty() => Some((url, DATABASE_ENV)),
+            _ => data
+                .settings()?
+                .database
+                .map(|url| (url, "`database` in settings.json")),
         };
-        if let Some(url) = named {
-            data.database = Database::Postgres(DatabaseUrl::parse(&url)?);
+        if let Some((url, named_by)) = named {
+            let url = DatabaseUrl::parse(&url)?;
+            // Refused here, before anything is opened, naming what to change.
+            if cfg!(not(feature = "postgres")) {
+                return Err(super::db::DbError::PostgresNotBuilt {
+                    named_by: format!("{named_by} ({url})"),
+                }
+                .into());
+            }
+            data.database = Database::Postgres(url);
         }
         Ok(data)
     }

@@ -7,3 +7,14 @@
 //! plugins.
 
 include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+
+/// The component at `wasm_path` (one of the `*_WASM_PATH` constants),
+/// read. Panics with one line when this build could not make it (a Python
+/// or JavaScript guest without its toolchain: the line names the
+/// toolchain and the command that adds it) or cannot read it.
+pub fn read_component(wasm_path: &str) -> Vec<u8> {
+    if let Some((_, why)) = UNBUILT.iter().find(|(path, _)| *path == wasm_path) {
+        panic!("{why}");
+    }
+    std::fs::read(wasm_path).unwrap_or_else(|e| panic!("cannot read {wasm_path}: {e}"))
+}

@@ -101,8 +101,10 @@ pub(crate) struct StateInner {
     /// In-flight MCP requests.
     in_flight: TaskTracker,
     /// The console's sessions, sign-in throttle and uploads.
+    #[cfg(feature = "console")]
     console: crate::front::console::ConsoleState,
     /// The console's live streams open now.
+    #[cfg(feature = "console")]
     console_live: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -125,6 +127,7 @@ impl std::fmt::Debug for AppState {
 
 impl AppState {
     /// The console's sessions, sign-in throttle and uploads.
+    #[cfg(feature = "console")]
     pub(crate) fn console(&self) -> &crate::front::console::ConsoleState {
         &self.inner.console
     }
@@ -136,6 +139,7 @@ impl AppState {
     }
 
     /// A console live stream's place, or `None` with `max` open.
+    #[cfg(feature = "console")]
     pub(crate) fn console_live_slot(&self, max: usize) -> Option<Listening> {
         Listening::start(&self.inner.console_live, max)
     }
@@ -415,8 +419,10 @@ fn too_many(why: String) -> Response {
 }
 
 /// A console live stream open (counted while alive).
+#[cfg(feature = "console")]
 pub(crate) struct Listening(Arc<std::sync::atomic::AtomicUsize>);
 
+#[cfg(feature = "console")]
 impl Listening {
     /// Counts one more stream, or `None` at the cap.
     fn start(count: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<Listening> {
@@ -430,6 +436,7 @@ impl Listening {
     }
 }
 
+#[cfg(feature = "console")]
 impl Drop for Listening {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
@@ -664,16 +671,21 @@ impl HttpServerBuilder {
                 mcp_ct: CancellationToken::new(),
                 stopping: CancellationToken::new(),
                 in_flight: TaskTracker::new(),
+                #[cfg(feature = "console")]
                 console: Default::default(),
+                #[cfg(feature = "console")]
                 console_live: Arc::default(),
             }),
         };
         let guarded = Router::new()
             .route("/mcp", any(mcp))
             .route("/metrics", get(metrics))
-            .nest("/api", self.api)
-            .merge(crate::front::console::router())
-            .layer(axum::middleware::from_fn_with_state(state.clone(), guard));
+            .nest("/api", self.api);
+        // The console's pages at `/` (without the `console` feature, `/`
+        // is a 404 like any unknown path).
+        #[cfg(feature = "console")]
+        let guarded = guarded.merge(crate::front::console::router());
+        let guarded = guarded.layer(axum::middleware::from_fn_with_state(state.clone(), guard));
         let router = Router::new()
             .route("/healthz", get(healthz))
             .route(

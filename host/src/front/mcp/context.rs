@@ -81,6 +81,7 @@ impl CallContext {
 
     /// The context of a 2026-07-28 request answered with one message: what
     /// its `_meta` declares, and no peer.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub fn stateless(meta: &RequestMetaObject, ct: CancellationToken) -> CallContext {
         CallContext {
             ct,

@@ -47,6 +47,7 @@
 mod ask;
 pub(crate) mod confirm;
 mod context;
+#[cfg(feature = "http")]
 pub(crate) use context::{LaneCall, plain_meta};
 mod forward;
 mod logging;
@@ -203,6 +204,7 @@ impl McpFront {
     /// This front, ending its `subscriptions/listen` streams gracefully
     /// (with the final result the 2026-07-28 protocol defines) once
     /// `stopping` is cancelled, while the transport can still carry it.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn with_stopping(mut self, stopping: CancellationToken) -> McpFront {
         self.stopping = Some(stopping);
         self
@@ -264,6 +266,7 @@ impl McpFront {
     /// `Mcp-Param-*` headers (an `x-mcp-header` key at any depth): rmcp
     /// checks those headers against the body. An unknown tool says no (its
     /// call refuses it). A lookup in the set made with the tool list.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn takes_header_params(&self, name: &str) -> bool {
         let specs = match self.host.tool_specs_last_read(self.caller.persona_id()) {
             Some(specs) => specs,
@@ -549,6 +552,7 @@ impl McpFront {
     /// A 2026-07-28 `tools/call` answered with one message (no progress,
     /// no log lines, no session to ask in): what [`ServerHandler::call_tool`]
     /// answers for it. `ct` cancels it.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) async fn call_stateless(
         &self,
         request: CallToolRequestParams,

@@ -239,7 +239,9 @@ pub enum OriginError {
 }
 
 impl OriginPattern {
-    /// Parses a pattern; see the [module grammar](self).
+    /// Parses a pattern: `scheme://host[:port]` (the scheme's default
+    /// port when none is given), `*.` before the host for any subdomain
+    /// (not the bare name), `:*` for any port.
     ///
     /// ```
     /// use skillhost::OriginPattern;

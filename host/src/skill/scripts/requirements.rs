@@ -65,7 +65,7 @@ pub struct Pin {
     pub name: String,
     /// Its exact version.
     pub version: String,
-    /// The wheel's file name under [`WHEELS_DIR`].
+    /// The wheel's file name under `.packages/wheels/`.
     pub wheel: String,
     /// The wheel's sha256, hex.
     pub sha256: String,

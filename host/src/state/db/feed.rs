@@ -31,8 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::limits::DB_FEED_RETRY;
 
-/// The channel the triggers notify.
-pub(crate) const CHANNEL: &str = "skillhost_changes";
+use super::FEED_CHANNEL as CHANNEL;
 
 #[derive(Default)]
 struct Shared {

@@ -13,16 +13,26 @@
 //! a PostgreSQL query is run by a small runtime of its own
 //! (`postgres.rs`) and the caller waits for its answer.
 
+#[cfg(feature = "postgres")]
 mod feed;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
+#[cfg(feature = "postgres")]
 mod tls;
+#[cfg(not(feature = "postgres"))]
+mod without_postgres;
 
-pub(crate) use self::feed::{CHANNEL as FEED_CHANNEL, ChangeFeed};
+#[cfg(not(feature = "postgres"))]
+pub(crate) use self::without_postgres::{ChangeFeed, PgConn};
+#[cfg(feature = "postgres")]
+pub(crate) use self::{feed::ChangeFeed, postgres::PgConn};
 
 use std::fmt;
 
-pub(crate) use self::postgres::{Owned, PgConn};
+/// The channel the triggers of `migrations.rs` notify on PostgreSQL, and
+/// the change feed (`feed.rs`) listens on.
+pub(crate) const FEED_CHANNEL: &str = "skillhost_changes";
 
 /// Which SQL a connection speaks, where the two differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +64,17 @@ pub enum DbError {
     /// parameter did not fit its column.
     #[error("{0}")]
     Value(String),
+    /// A PostgreSQL database was named to a build without the `postgres`
+    /// feature.
+    #[error(
+        "{named_by} names a PostgreSQL database, but this skillhost was built without the \
+         `postgres` feature: build it with that feature (one of the defaults), or keep the \
+         state in the data dir's SQLite file"
+    )]
+    PostgresNotBuilt {
+        /// What named the database (and the URL, without its password).
+        named_by: String,
+    },
 }
 
 impl DbError {
@@ -91,6 +112,46 @@ impl ValueRef<'_> {
             ValueRef::Real(_) => "a real",
             ValueRef::Text(_) => "text",
             ValueRef::Blob(_) => "bytes",
+        }
+    }
+}
+
+/// A value owned by a parameter on its way to the server or by a row on
+/// its way back.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Owned {
+    /// SQL NULL.
+    Null,
+    /// An integer.
+    Int(i64),
+    /// A floating-point number.
+    Real(f64),
+    /// Text.
+    Text(String),
+    /// Bytes.
+    Blob(Vec<u8>),
+}
+
+impl Owned {
+    /// The value, owned.
+    pub(crate) fn of(v: ValueRef<'_>) -> Owned {
+        match v {
+            ValueRef::Null => Owned::Null,
+            ValueRef::Int(i) => Owned::Int(i),
+            ValueRef::Real(f) => Owned::Real(f),
+            ValueRef::Text(s) => Owned::Text(s.to_string()),
+            ValueRef::Blob(b) => Owned::Blob(b.to_vec()),
+        }
+    }
+
+    /// The value, borrowed.
+    pub(crate) fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Owned::Null => ValueRef::Null,
+            Owned::Int(i) => ValueRef::Int(*i),
+            Owned::Real(f) => ValueRef::Real(*f),
+            Owned::Text(s) => ValueRef::Text(s),
+            Owned::Blob(b) => ValueRef::Blob(b),
         }
     }
 }
@@ -267,7 +328,7 @@ pub(crate) struct Row<'a>(RowOf<'a>);
 
 enum RowOf<'a> {
     Sqlite(&'a rusqlite::Row<'a>),
-    Postgres(&'a [postgres::Owned]),
+    Postgres(&'a [Owned]),
 }
 
 impl Row<'_> {
@@ -296,7 +357,7 @@ impl Row<'_> {
             RowOf::Sqlite(r) => sqlite::value(r, i),
             RowOf::Postgres(r) => r
                 .get(i)
-                .map(postgres::Owned::as_ref)
+                .map(Owned::as_ref)
                 .ok_or_else(|| DbError::Value(format!("no column {i}"))),
         }
     }

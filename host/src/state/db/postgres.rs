@@ -17,48 +17,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement};
 
-use super::{DbError, Param, Result, ValueRef};
+use super::{DbError, Owned, Param, Result};
 use crate::limits::DB_QUERY_TIMEOUT;
-
-/// A value owned by a parameter on its way to the server or by a row on
-/// its way back.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Owned {
-    /// SQL NULL.
-    Null,
-    /// An integer.
-    Int(i64),
-    /// A floating-point number.
-    Real(f64),
-    /// Text.
-    Text(String),
-    /// Bytes.
-    Blob(Vec<u8>),
-}
-
-impl Owned {
-    /// The value, owned.
-    pub(crate) fn of(v: ValueRef<'_>) -> Owned {
-        match v {
-            ValueRef::Null => Owned::Null,
-            ValueRef::Int(i) => Owned::Int(i),
-            ValueRef::Real(f) => Owned::Real(f),
-            ValueRef::Text(s) => Owned::Text(s.to_string()),
-            ValueRef::Blob(b) => Owned::Blob(b.to_vec()),
-        }
-    }
-
-    /// The value, borrowed.
-    pub(crate) fn as_ref(&self) -> ValueRef<'_> {
-        match self {
-            Owned::Null => ValueRef::Null,
-            Owned::Int(i) => ValueRef::Int(*i),
-            Owned::Real(f) => ValueRef::Real(*f),
-            Owned::Text(s) => ValueRef::Text(s),
-            Owned::Blob(b) => ValueRef::Blob(b),
-        }
-    }
-}
 
 /// A parameter takes the type the server inferred for its place: an
 /// integer fits a `bigint`, `integer`, `smallint`, `boolean` or `double`
