@@ -602,6 +602,15 @@ impl HostInner {
                     run.input_refs.push(r);
                 }
             }
+            // Which script a run ran is part of its record, as its tool is:
+            // kept on its own where the arguments are not recorded (the
+            // schema allowed only a script of the skill's approved set).
+            if run.recorded_args.is_none()
+                && approved.is_none()
+                && let Some(script) = args.get("script").and_then(Value::as_str)
+            {
+                run.recorded_args = Some(serde_json::json!({ "script": script }).to_string());
+            }
         }
         if let Err(e) = self.check_refs(&run.input_refs) {
             return self.finish(run, Stop::Ref(e).into());

@@ -96,7 +96,8 @@ impl Host {
         let config = self.mcp_config()?;
         let reg0 = self.registry()?;
         // Which server or skill is meant: the registered one, else an MCP
-        // server named by the prefix, else a skill that declares the tool.
+        // server named by the prefix, else a skill that declares the tool
+        // (or whose scripts are it, registered once approved).
         let registered = reg0.entries.get(tool).cloned();
         let provider = match &registered {
             Some(e) => Some(e.spec.provider.clone()),
@@ -107,10 +108,12 @@ impl Host {
                 .or_else(|| {
                     reg0.skills
                         .iter()
-                        .find(|(_, i)| {
-                            i.manifest
-                                .as_ref()
-                                .is_some_and(|m| m.tools.iter().any(|t| t.name == tool))
+                        .find(|(n, i)| {
+                            i.manifest.as_ref().is_some_and(|m| {
+                                m.tools.iter().any(|t| t.name == tool)
+                                    || (m.permissions.scripts.is_some()
+                                        && crate::skill::scripts::tool::run_script_tool(n) == tool)
+                            })
                         })
                         .map(|(n, _)| Provider::Skill(n.clone()))
                 }),

@@ -183,7 +183,9 @@ pub struct RunRecord {
     /// For calls that needed confirmation, where the approval stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
-    /// The arguments, kept while approval is pending and for the record.
+    /// The arguments, kept while approval is pending and for the record
+    /// (`record_arguments`); of a skill's `run_script` run whose arguments
+    /// are not recorded, `{"script": …}` alone: which script ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<serde_json::Value>,
     /// Refs passed to the call.

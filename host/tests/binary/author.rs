@@ -5,7 +5,7 @@
 //! a toolchain or the wasm target is missing.
 
 use crate::common;
-use common::{repo, skillhost, stderr};
+use common::{copy_tree, repo, skillhost, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -619,21 +619,6 @@ fn a_python_build_error_names_file_line_and_message() {
         "{err}"
     );
     assert!(!dir.join("broken_py.wasm").exists());
-}
-
-/// A copy of `from` (a folder) at `to`, without `__pycache__`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            if !p.ends_with("__pycache__") {
-                copy_tree(&p, &to.join(e.file_name()));
-            }
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// docs/writing-a-skill.md, "Using packages", for Python: a pure-Python

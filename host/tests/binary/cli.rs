@@ -561,6 +561,14 @@ fn demo_runs_the_whole_path() {
         "→ stats.describe ok",
         "→ slug.make ok",
         "hostile_fs.read → {\"passwd\":null,\"root\":[]}",
+        // The SKILL.md skill's scripts: held, approved, a file made by one
+        // call and read by the next by its ref.
+        "held until approved: scripts/count_words.py, scripts/setup.sh, scripts/shout.py, scripts/summarize.py",
+        "writer calls word-report.run_script before the approval → denied",
+        "why: first broken link `server`: skill `word-report` asks for permissions no operator approved",
+        "out/report.json → ref ref_",
+        "\"words\":22",
+        "summarize.py read it by its ref: 22 words; most common: the (7)",
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
@@ -643,6 +651,13 @@ fn demo_leaves_out_what_this_machine_cannot_run_and_passes() {
     ] {
         assert!(out.contains(line), "missing {line:?} in:\n{out}");
     }
+    // The scripts' part needs no checkout and no peers: the fixture and
+    // the runtime are in the binary (a build without the runtime says so).
+    assert!(
+        out.contains("summarize.py read it by its ref")
+            || out.contains("left out: the skill's scripts: this skillhost was built without"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -9,8 +9,8 @@
 
 use crate::common;
 use common::{
-    HttpServer, free_port, local_skills_data, python, repo, skillhost, start_http_with, stderr,
-    stdout,
+    HttpServer, copy_tree, free_port, local_skills_data, python, repo, skillhost, start_http_with,
+    stderr, stdout,
 };
 
 use std::io::{Read, Write};
@@ -447,7 +447,12 @@ fn console_sign_in_csrf_and_headers_hold() {
 /// Calls `text.regex_replace` as persona `support` with the Python SDK
 /// client; the call waits for approval: its run id.
 pub(crate) fn persona_call(port: u16, token: &str, args: Value) -> String {
-    let calls = json!([{"tool": "text.regex_replace", "args": args}]);
+    persona_call_tool(port, token, "text.regex_replace", args)
+}
+
+/// [`persona_call`] of `tool`.
+pub(crate) fn persona_call_tool(port: u16, token: &str, tool: &str, args: Value) -> String {
+    let calls = json!([{"tool": tool, "args": args}]);
     let o = Command::new(python())
         .arg(repo().join("tests/peers/http_calls.py"))
         .arg(format!("http://127.0.0.1:{port}/mcp"))
@@ -586,6 +591,23 @@ async fn shot(c: &fantoccini::Client, name: &str) {
 fn an_operator_approves_in_chromium() {
     let work = tempfile::tempdir().expect("tempdir");
     let (data, persona_token) = data_dir(work.path());
+    // A SKILL.md skill with scripts (the word-report fixture), its scripts
+    // approved and granted to support: a script call waits for the
+    // operator like any call that may write.
+    let word_report = work.path().join("word-report");
+    copy_tree(
+        &repo().join("plugins/script-skills/word-report"),
+        &word_report,
+    );
+    for args in [
+        &["sources", "add", word_report.to_str().expect("utf-8")][..],
+        &["skills", "trust", "word-report"],
+        &["skills", "approve", "word-report"],
+        &["grants", "skill", "support", "word-report", "on"],
+    ] {
+        let o = skillhost(&data, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
     let server = start(&data);
     let port = server.port;
     let admin = admin_token(&data);
@@ -699,16 +721,55 @@ fn an_operator_approves_in_chromium() {
             .expect("text");
         assert_eq!(error, "denied (operator:console)");
 
-        // The runs page: the call in the last hour's chart and the list.
+        // A skill's script: queued, approved and run like any other tool.
+        let script_run = persona_call_tool(
+            port,
+            &persona_token,
+            "word-report.run_script",
+            json!({"script": "scripts/count_words.py", "args": ["notes.txt"],
+                   "files": [{"name": "notes.txt", "text": "one two two"}]}),
+        );
+        goto(&c, &format!("{base}/approvals")).await;
+        let card = wait_for(&c, Locator::Id(&script_run), 5).await
+            .expect("the script call waits");
+        let card_text = card.text().await.expect("card text");
+        assert!(
+            card_text.contains("word-report.run_script") && card_text.contains("scripts/count_words.py"),
+            "{card_text}"
+        );
+        card.find(Locator::Css("button.approve")).await.expect("approve").click().await.expect("click");
+        // The runtime may be compiled in this call (once per test run).
+        let outcome = wait_for(&c, Locator::Id("outcome"), 120).await
+            .expect("the script run's page");
+        assert_eq!(outcome.text().await.expect("outcome"), "ok");
+        let output = c.find(Locator::Id("run-output")).await.expect("result").text().await.expect("text");
+        assert!(output.contains("notes.txt: 3 words"), "{output}");
+
+        // The runs page: the calls in the last hour's chart and the list.
         goto(&c, &format!("{base}/runs")).await;
         let bars = c.find_all(Locator::Css("svg.minutes rect.ok")).await.expect("bars");
-        assert_eq!(bars.len(), 1, "one minute with an ok call");
+        // The regex call and the script's: one minute, or two when the
+        // script's call came in the next.
+        assert!((1..=2).contains(&bars.len()), "{} minutes with ok calls", bars.len());
         let denied = c.find_all(Locator::Css("svg.minutes rect.denied")).await.expect("bars");
         assert!(!denied.is_empty(), "the two denials are drawn");
         let latency = c.find(Locator::Css("table.latency")).await.expect("latency table").text().await.expect("text");
         assert!(latency.contains("text.regex_replace"), "{latency}");
         let listed = c.find(Locator::Css("table.runs")).await.expect("runs table").text().await.expect("text");
         assert!(listed.contains("text.regex_replace") && listed.contains("ok"), "{listed}");
+        // The script run: its tool, which script, its outcome and duration.
+        let script_row = c
+            .find(Locator::XPath(&format!("//table[@class='runs']//tr[.//a[@href='/runs/{script_run}']]")))
+            .await
+            .expect("the script run's row")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            script_row.contains("support word-report.run_script scripts/count_words.py ok"),
+            "{script_row}"
+        );
+        assert!(script_row.trim_end().ends_with(" ms") || script_row.trim_end().ends_with(" s"), "{script_row}");
         shot(&c, "runs-activity").await;
 
         // The queue empties, live.
@@ -755,7 +816,8 @@ fn an_operator_approves_in_chromium() {
         .into_iter()
         .filter(|e| e["kind"] == "approval")
         .collect();
-    assert_eq!(approvals.len(), 3, "{approvals:?}");
+    // The three text.regex_replace calls and the script's.
+    assert_eq!(approvals.len(), 4, "{approvals:?}");
     assert!(
         approvals
             .iter()

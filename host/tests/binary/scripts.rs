@@ -21,19 +21,6 @@ fn word_report(work: &Path) -> PathBuf {
     dir
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read fixture") {
-        let e = e.expect("entry");
-        let target = to.join(e.file_name());
-        if e.file_type().expect("type").is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).expect("copy");
-        }
-    }
-}
-
 fn ok(data: &Path, args: &[&str]) -> String {
     let o = skillhost(data, args);
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
@@ -239,6 +226,17 @@ fn a_skill_md_skills_scripts_run_once_approved_and_match_native_python() {
     assert!(
         shown.contains("scripts  run in the sandbox (digest"),
         "{shown}"
+    );
+    // why names the skill and what waits, though the tool is not
+    // registered until the approval.
+    let o = skillhost(
+        &data,
+        &["why", "--persona", "ana", "word-report.run_script"],
+    );
+    let why = stdout(&o);
+    assert!(
+        why.contains("FAIL server     skill `word-report` asks for permissions no operator approved"),
+        "{why}"
     );
     let before = over_stdio(
         &data,

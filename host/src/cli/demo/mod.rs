@@ -9,6 +9,7 @@ mod host;
 mod mcp;
 mod polyglot;
 mod reach;
+mod scripts;
 mod serve;
 
 use std::path::Path;
@@ -396,6 +397,12 @@ pub(super) async fn run(data_dir: &Path) -> anyhow::Result<()> {
         let went = polyglot::run(&sandbox, example, checkout.as_ref(), &polyglot).await;
         tally.part(example.part, went);
     }
+
+    println!(
+        "\n11. A SKILL.md skill's scripts in the sandbox: held until approved, a file one call writes read by the next by its ref"
+    );
+    let went = scripts::run(&sandbox, &scratch.join("scripts")).await;
+    tally.part("the skill's scripts", went);
 
     println!(
         "\nSummary: {} tool calls succeeded, {} hostile calls stopped, {} failures; {:.1} s",

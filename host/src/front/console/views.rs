@@ -359,6 +359,8 @@ pub(crate) struct RunRow {
     pub when: String,
     pub persona: String,
     pub tool: String,
+    /// The script a skill's `run_script` run ran.
+    pub script: Option<String>,
     pub outcome: &'static str,
     pub duration: String,
 }
@@ -366,11 +368,20 @@ pub(crate) struct RunRow {
 impl RunRow {
     /// The view of `r`.
     pub fn of(r: &RunRecord) -> RunRow {
+        let script = r
+            .tool
+            .strip_suffix(crate::RUN_SCRIPT)
+            .is_some_and(|t| {
+                t.ends_with('.') && r.server.starts_with(crate::registry::SKILL_SERVER_PREFIX)
+            })
+            .then(|| r.args.as_ref()?.get("script")?.as_str().map(str::to_string))
+            .flatten();
         RunRow {
             run_id: r.run_id.clone(),
             when: iso(r.created_at_ms),
             persona: persona_of(r.persona.as_deref()),
             tool: r.tool.clone(),
+            script,
             outcome: r.outcome.as_str(),
             duration: r.duration_ms.map(millis).unwrap_or_default(),
         }
@@ -1146,5 +1157,57 @@ mod tests {
         assert!(p.args_preview.last().is_some_and(|p| p.string));
         assert!(p.args_len > 5000);
         assert_eq!(p.persona, "the operator");
+    }
+
+    #[test]
+    fn a_script_run_names_its_script_and_no_other_run_does() {
+        let record = |tool: &str, server: &str, args: Option<Value>| RunRecord {
+            run_id: "run_1".into(),
+            parent_run_id: None,
+            persona: Some("ana".into()),
+            tool: tool.into(),
+            server: server.into(),
+            outcome: crate::Outcome::Ok,
+            approval: None,
+            args,
+            input_refs: vec![],
+            error: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            expires_at_ms: None,
+            decided_by: None,
+            duration_ms: Some(12),
+        };
+        let script = Some(serde_json::json!({"script": "scripts/count_words.py"}));
+        let row = RunRow::of(&record(
+            "word-report.run_script",
+            "skill:word-report",
+            script.clone(),
+        ));
+        assert_eq!(row.script.as_deref(), Some("scripts/count_words.py"));
+        assert_eq!(row.tool, "word-report.run_script");
+        // Another skill's tool, an MCP server's tool of that name, a name
+        // that only ends the same way, a run without arguments: no script.
+        for (tool, server, args) in [
+            ("text.word_count", "skill:text-tools", script.clone()),
+            ("everything.run_script", "everything", script.clone()),
+            (
+                "word-report.not_run_script",
+                "skill:word-report",
+                script.clone(),
+            ),
+            ("word-report.run_script", "skill:word-report", None),
+            (
+                "word-report.run_script",
+                "skill:word-report",
+                Some(serde_json::json!({"script": 7})),
+            ),
+        ] {
+            assert_eq!(
+                RunRow::of(&record(tool, server, args)).script,
+                None,
+                "{tool}"
+            );
+        }
     }
 }

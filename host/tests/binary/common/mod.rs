@@ -264,6 +264,23 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A copy of the folder `from` at `to`, without `__pycache__` (a fixture
+/// a native python3 ran in may hold one).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read the folder") {
+        let e = e.expect("entry");
+        let p = e.path();
+        if e.file_type().expect("type").is_dir() {
+            if !p.ends_with("__pycache__") {
+                copy_tree(&p, &to.join(e.file_name()));
+            }
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).expect("copy");
+        }
+    }
+}
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
