@@ -759,19 +759,9 @@ fn floor_server() -> anyhow::Result<()> {
 fn print_stages(stages: &Value, call_p50_us: f64) {
     println!("\nwhere skillhost's time goes (p50 per stage, µs, over every call it served):");
     let mut inside = 0.0;
-    const ORDER: [&str; 9] = [
-        "handler",
-        "lookup",
-        "check",
-        "store",
-        "instantiate",
-        "guest",
-        "output",
-        "teardown",
-        "record",
-    ];
+    let order = skillhost::stages::ALL.map(skillhost::stages::Stage::name);
     if let Some(map) = stages.as_object() {
-        for (name, s) in ORDER.iter().filter_map(|n| map.get(*n).map(|s| (*n, s))) {
+        for (name, s) in order.iter().filter_map(|n| map.get(*n).map(|s| (*n, s))) {
             let p50 = s["p50_ns"].as_f64().unwrap_or_default() / 1000.0;
             let p99 = s["p99_ns"].as_f64().unwrap_or_default() / 1000.0;
             println!(

@@ -788,21 +788,11 @@ impl ClientHandler for Approver {
 
 /// The stages' p50 in µs, in path order, as `name value` pairs.
 fn stages_line(stages: Option<&Value>) -> String {
-    const ORDER: [&str; 9] = [
-        "handler",
-        "lookup",
-        "check",
-        "store",
-        "instantiate",
-        "guest",
-        "output",
-        "teardown",
-        "record",
-    ];
+    let order = skillhost::stages::ALL.map(skillhost::stages::Stage::name);
     let Some(map) = stages.and_then(Value::as_object) else {
         return "n/a (serve printed no stage times)".into();
     };
-    ORDER
+    order
         .iter()
         .filter_map(|n| {
             map.get(*n).map(|s| {

@@ -107,15 +107,9 @@ fn refusal(e: &dyn HostError) -> Response {
     (status_of(e.kind()), Json(json!({ "error": e.to_string() }))).into_response()
 }
 
-/// The one mapping from the host's error kinds to statuses.
+/// The status of an error of `kind`: the library's one mapping.
 fn status_of(kind: ErrorKind) -> StatusCode {
-    match kind {
-        ErrorKind::Invalid => StatusCode::BAD_REQUEST,
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Conflict => StatusCode::CONFLICT,
-        ErrorKind::Unreachable => StatusCode::BAD_GATEWAY,
-        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// The host on `data_dir` with the service's persona, granted one skill.

@@ -41,6 +41,27 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// The HTTP status an error of this kind answers with on the host's
+    /// own HTTP fronts (the console's pages), and for an embedder's:
+    /// 400, 404, 409, 502 or 500.
+    ///
+    /// ```
+    /// use skillhost::ErrorKind;
+    /// assert_eq!(ErrorKind::NotFound.http_status(), 404);
+    /// assert_eq!(ErrorKind::Unreachable.http_status(), 502);
+    /// ```
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::Invalid => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::Conflict => 409,
+            ErrorKind::Unreachable => 502,
+            ErrorKind::Internal => 500,
+        }
+    }
+}
+
 /// An error at the [`Host`](crate::Host) boundary.
 ///
 /// ```

@@ -32,7 +32,8 @@ pub enum Stage {
     Record,
 }
 
-const ALL: [Stage; 9] = [
+/// Every stage, in path order.
+pub const ALL: [Stage; 9] = [
     Stage::Handler,
     Stage::Lookup,
     Stage::Check,
@@ -45,7 +46,8 @@ const ALL: [Stage; 9] = [
 ];
 
 impl Stage {
-    fn name(self) -> &'static str {
+    /// The stage's name in [`report`]'s object (`handler`, `guest`, …).
+    pub fn name(self) -> &'static str {
         match self {
             Stage::Handler => "handler",
             Stage::Lookup => "lookup",

@@ -181,13 +181,7 @@ pub(super) fn problem(
 
 /// The status a host error maps to on a console page.
 pub(super) fn status_of(kind: ErrorKind) -> StatusCode {
-    match kind {
-        ErrorKind::Invalid => StatusCode::BAD_REQUEST,
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Conflict => StatusCode::CONFLICT,
-        ErrorKind::Unreachable => StatusCode::BAD_GATEWAY,
-        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// The signed-in session of a request the console's script made (a page,

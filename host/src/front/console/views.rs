@@ -368,12 +368,11 @@ pub(crate) struct RunRow {
 impl RunRow {
     /// The view of `r`.
     pub fn of(r: &RunRecord) -> RunRow {
+        // A skill's `run_script` run: the tool the skill's scripts are.
         let script = r
-            .tool
-            .strip_suffix(crate::RUN_SCRIPT)
-            .is_some_and(|t| {
-                t.ends_with('.') && r.server.starts_with(crate::registry::SKILL_SERVER_PREFIX)
-            })
+            .server
+            .strip_prefix(crate::registry::SKILL_SERVER_PREFIX)
+            .is_some_and(|skill| crate::run_script_tool(skill) == r.tool)
             .then(|| r.args.as_ref()?.get("script")?.as_str().map(str::to_string))
             .flatten();
         RunRow {
@@ -1068,17 +1067,18 @@ mod tests {
         assert_eq!(span(7_500_000), "2 h 5 min");
     }
 
-    #[test]
-    fn hostile_arguments_are_escaped_in_the_queue() {
-        let record = RunRecord {
+    /// A run `run_1` of `tool` on `server` with `args`, waiting for
+    /// approval, by no persona; a test sets what else it needs.
+    fn run_record(tool: &str, server: &str, args: Option<Value>) -> RunRecord {
+        RunRecord {
             run_id: "run_1".into(),
             parent_run_id: None,
-            persona: Some("<b>ana</b>".into()),
-            tool: "x.<script>".into(),
-            server: "skill:x".into(),
+            persona: None,
+            tool: tool.into(),
+            server: server.into(),
             outcome: crate::Outcome::WaitingApproval,
-            approval: Some(crate::Approval::Pending),
-            args: Some(serde_json::json!({"text": "<img src=x onerror=alert(1)>"})),
+            approval: None,
+            args,
             input_refs: vec![],
             error: None,
             created_at_ms: 0,
@@ -1086,6 +1086,19 @@ mod tests {
             expires_at_ms: None,
             decided_by: None,
             duration_ms: None,
+        }
+    }
+
+    #[test]
+    fn hostile_arguments_are_escaped_in_the_queue() {
+        let record = RunRecord {
+            persona: Some("<b>ana</b>".into()),
+            approval: Some(crate::Approval::Pending),
+            ..run_record(
+                "x.<script>",
+                "skill:x",
+                Some(serde_json::json!({"text": "<img src=x onerror=alert(1)>"})),
+            )
         };
         let html = Queue {
             pending: vec![Pending::of(&record, None)],
@@ -1128,23 +1141,11 @@ mod tests {
 
     #[test]
     fn long_arguments_fold() {
-        let record = RunRecord {
-            run_id: "run_1".into(),
-            parent_run_id: None,
-            persona: None,
-            tool: "t".into(),
-            server: "s".into(),
-            outcome: crate::Outcome::WaitingApproval,
-            approval: None,
-            args: Some(serde_json::json!({"text": "x".repeat(5000)})),
-            input_refs: vec![],
-            error: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            expires_at_ms: None,
-            decided_by: None,
-            duration_ms: None,
-        };
+        let record = run_record(
+            "t",
+            "s",
+            Some(serde_json::json!({"text": "x".repeat(5000)})),
+        );
         let p = Pending::of(&record, None);
         assert!(p.truncated);
         assert_eq!(
@@ -1162,21 +1163,10 @@ mod tests {
     #[test]
     fn a_script_run_names_its_script_and_no_other_run_does() {
         let record = |tool: &str, server: &str, args: Option<Value>| RunRecord {
-            run_id: "run_1".into(),
-            parent_run_id: None,
             persona: Some("ana".into()),
-            tool: tool.into(),
-            server: server.into(),
             outcome: crate::Outcome::Ok,
-            approval: None,
-            args,
-            input_refs: vec![],
-            error: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            expires_at_ms: None,
-            decided_by: None,
             duration_ms: Some(12),
+            ..run_record(tool, server, args)
         };
         let script = Some(serde_json::json!({"script": "scripts/count_words.py"}));
         let row = RunRow::of(&record(
