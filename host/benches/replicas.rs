@@ -29,6 +29,7 @@
 //! (`SKILLHOST_TEST_POSTGRES`, or the one `tests/peers/install.sh`
 //! starts) and haproxy; without them it says so and measures nothing.
 
+mod command;
 #[path = "../../tests/peers/database.rs"]
 mod database;
 mod mcp_http;
@@ -76,29 +77,13 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 fn skillhost(data: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillhost"));
-    cmd.arg("--data-dir")
-        .arg(data)
-        .env_remove("RUST_LOG")
-        .env_remove("SKILLHOST_DATA")
-        .env_remove("SKILLHOST_DATABASE")
-        .kill_on_drop(true);
+    let mut cmd = command::skillhost(Path::new(env!("CARGO_BIN_EXE_skillhost")), data);
+    cmd.env_remove("SKILLHOST_DATABASE");
     cmd
 }
 
 async fn skillhost_ok(data: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = skillhost(data)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .await?;
-    anyhow::ensure!(
-        out.status.success(),
-        "`skillhost {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    command::output_ok(skillhost(data), args, None).await
 }
 
 /// A data dir listing a copy of text-tools whose `text.regex_replace`

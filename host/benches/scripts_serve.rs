@@ -52,6 +52,7 @@
 //! stdout is compared with native's. Goals (issue 39): `trivial` warm p50
 //! ≤ 5 ms, the import-heavy scripts' warm p50 ≤ 2× native's.
 
+mod command;
 mod report;
 use report::{line, percentile, ratio};
 
@@ -966,35 +967,15 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 fn skillhost(exe: &Path, data: &Path) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.arg("--data-dir")
-        .arg(data)
-        .env_remove("RUST_LOG")
-        .env_remove("SKILLHOST_DATA")
-        .env_remove("SKILLHOST_DATABASE")
-        .env_remove("SKILLHOST_COMPILE_CACHE")
-        .kill_on_drop(true);
+    let mut cmd = command::skillhost(exe, data);
+    cmd.env_remove("SKILLHOST_DATABASE")
+        .env_remove("SKILLHOST_COMPILE_CACHE");
     cmd
 }
 
 /// Runs `skillhost ARGS…` to the end; its stdout.
 async fn skillhost_ok(exe: &Path, data: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = tokio::time::timeout(
-        CALL_TIMEOUT,
-        skillhost(exe, data)
-            .args(args)
-            .stdin(Stdio::null())
-            .output(),
-    )
-    .await
-    .map_err(|_| anyhow::anyhow!("`skillhost {}` took over {CALL_TIMEOUT:?}", args.join(" ")))??;
-    anyhow::ensure!(
-        out.status.success(),
-        "`skillhost {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    command::output_ok(skillhost(exe, data), args, Some(CALL_TIMEOUT)).await
 }
 
 fn ms(d: Duration) -> f64 {

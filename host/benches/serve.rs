@@ -79,6 +79,8 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod command;
+use command::skillhost;
 mod mcp_http;
 #[path = "../../mcp/benches/pinning/mod.rs"]
 mod pinning;
@@ -288,34 +290,9 @@ async fn prepare(exe: &Path, data: &Path) -> anyhow::Result<String> {
     Ok(token)
 }
 
-fn skillhost(exe: &Path, data: &Path) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.arg("--data-dir")
-        .arg(data)
-        .env_remove("RUST_LOG")
-        .env_remove("SKILLHOST_DATA")
-        .kill_on_drop(true);
-    cmd
-}
-
 /// Runs `skillhost ARGS…` to the end; its stdout.
 async fn skillhost_ok(exe: &Path, data: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = tokio::time::timeout(
-        START_TIMEOUT,
-        skillhost(exe, data)
-            .args(args)
-            .stdin(Stdio::null())
-            .output(),
-    )
-    .await
-    .map_err(|_| anyhow::anyhow!("`skillhost {}` took over {START_TIMEOUT:?}", args.join(" ")))??;
-    anyhow::ensure!(
-        out.status.success(),
-        "`skillhost {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    command::output_ok(skillhost(exe, data), args, Some(START_TIMEOUT)).await
 }
 
 /// Starts the four servers and connects to them; the Python ones are
