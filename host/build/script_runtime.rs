@@ -14,6 +14,15 @@
 //! 25.6 MB with it). Both outputs are compressed with zstd into
 //! `$OUT_DIR` and embedded by `script_runtime.rs` there.
 //!
+//! The build's inputs are named file by file (`rerun-if-changed` on the
+//! folder would make cargo scan it, and componentize-py writes
+//! `__pycache__` into it while it runs, so every next cargo command built
+//! the runtime, and the host, again). The outputs are kept in
+//! `<target>/script-runtime/<key>`, the key a digest of every input and of
+//! the tool's version: a build of the host with other features (CI's
+//! embedder check, an embedder's `--no-default-features`) reuses them
+//! instead of running componentize-py twice more.
+//!
 //! componentize-py is found as the test suites find it:
 //! `SKILLHOST_COMPONENTIZE_PY`, else `target/peers/venv/bin/componentize-py`
 //! (`tests/peers/install.sh`), else `PATH`. Without it (or with another
@@ -45,24 +54,85 @@ fn install_hint() -> String {
     )
 }
 
-/// The two componentize-py runs, going.
-pub struct Building {
-    runtime: Child,
-    export: Child,
-    work: PathBuf,
-    tool: PathBuf,
+/// The runtime: taken from the cache, or its two componentize-py runs,
+/// going.
+pub enum Building {
+    /// Built earlier from the same inputs by the same tool: the folder in
+    /// the cache and the component's sha256.
+    Cached { dir: PathBuf, sha256: String },
+    /// Being built; `cache` is where the outputs are kept once made.
+    Running {
+        runtime: Child,
+        export: Child,
+        work: PathBuf,
+        tool: PathBuf,
+        cache: PathBuf,
+    },
 }
 
-/// Starts building the runtime, or says why it cannot be (the reason goes
-/// into the binary and a build warning).
+/// The files the runtime is built from, relative to the workspace root:
+/// the runner's Python sources (without byte-code caches), its WIT world
+/// and this build step.
+fn inputs(root: &Path) -> Result<Vec<PathBuf>, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+        let entries = std::fs::read_dir(root.join(dir))
+            .map_err(|e| format!("cannot read {}: {e}", root.join(dir).display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let name = entry.file_name();
+            let rel = dir.join(&name);
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("cannot read {}: {e}", rel.display()))?;
+            if kind.is_dir() {
+                if name != "__pycache__" {
+                    walk(root, &rel, out)?;
+                }
+            } else if rel.extension().is_none_or(|ext| ext != "pyc") {
+                out.push(rel);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(root, Path::new("runtime/python"), &mut files)?;
+    files.sort();
+    files.push(PathBuf::from("runtime/wit/script.wit"));
+    files.push(PathBuf::from("host/build/script_runtime.rs"));
+    Ok(files)
+}
+
+/// The cache key: a digest of every input's path and bytes, the tool's
+/// version line and the compression level.
+fn cache_key(root: &Path, files: &[PathBuf], version: &str) -> Result<String, String> {
+    use sha2::Digest as _;
+    let mut digest = sha2::Sha256::new();
+    for file in files {
+        let bytes = std::fs::read(root.join(file))
+            .map_err(|e| format!("cannot read {}: {e}", root.join(file).display()))?;
+        let path = file.to_string_lossy();
+        for part in [path.as_bytes(), &bytes] {
+            digest.update((part.len() as u64).to_le_bytes());
+            digest.update(part);
+        }
+    }
+    digest.update(version.trim().as_bytes());
+    digest.update(ZSTD_LEVEL.to_le_bytes());
+    Ok(hex::encode(digest.finalize()))
+}
+
+/// The two compressed outputs, as named in a cache folder and `$OUT_DIR`.
+const OUTPUTS: [&str; 2] = ["script_runtime.wasm.zst", "stdlib.zip.zst"];
+/// The file of a cache folder holding the component's sha256.
+const SHA256_FILE: &str = "sha256";
+
+/// Starts building the runtime (or finds it in the cache), or says why it
+/// cannot be (the reason goes into the binary and a build warning).
 pub fn start(root: &Path, out_dir: &Path) -> Result<Building, String> {
     println!("cargo:rerun-if-env-changed={TOOL_ENV}");
-    for path in [
-        "runtime/python",
-        "runtime/wit/script.wit",
-        "host/build/script_runtime.rs",
-    ] {
-        println!("cargo:rerun-if-changed={}", root.join(path).display());
+    let files = inputs(root)?;
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", root.join(file).display());
     }
     let tool = find_tool(root)?;
     // Built again when the tool is replaced.
@@ -78,6 +148,16 @@ pub fn start(root: &Path, out_dir: &Path) -> Result<Building, String> {
             tool.display(),
             version.trim()
         ));
+    }
+    // OUT_DIR is <target>[/<triple>]/<profile>/build/<package>/out.
+    let caches = out_dir
+        .ancestors()
+        .nth(4)
+        .unwrap_or(out_dir)
+        .join("script-runtime");
+    let cache = caches.join(cache_key(root, &files, &version)?);
+    if let Ok(sha256) = std::fs::read_to_string(cache.join(SHA256_FILE)) {
+        return Ok(Building::Cached { dir: cache, sha256 });
     }
     let work = out_dir.join("script-runtime");
     let export_dir = work.join("export");
@@ -108,11 +188,12 @@ pub fn start(root: &Path, out_dir: &Path) -> Result<Building, String> {
     };
     let runtime = run(None, &work.join("runtime.wasm"))?;
     let export = run(Some(&export_dir), &work.join("export.wasm"))?;
-    Ok(Building {
+    Ok(Building::Running {
         runtime,
         export,
         work,
         tool,
+        cache,
     })
 }
 
@@ -143,14 +224,30 @@ fn find_tool(root: &Path) -> Result<PathBuf, String> {
 }
 
 impl Building {
-    /// Waits for both runs and compresses their outputs into `out_dir`:
-    /// `script_runtime.wasm.zst` and `stdlib.zip.zst`; the runtime's sha256
-    /// (hex), which keys its compiled code.
-    pub fn finish(mut self, out_dir: &Path) -> Result<String, String> {
-        let tool = self.tool.display().to_string();
+    /// Waits for both runs (unless cached) and leaves the compressed
+    /// outputs in `out_dir`: `script_runtime.wasm.zst` and `stdlib.zip.zst`;
+    /// returns the runtime's sha256 (hex), which keys its compiled code.
+    pub fn finish(self, out_dir: &Path) -> Result<String, String> {
+        let (mut runtime, mut export, work, tool, cache) = match self {
+            Building::Cached { dir, sha256 } => {
+                for name in OUTPUTS {
+                    std::fs::copy(dir.join(name), out_dir.join(name))
+                        .map_err(|e| format!("cannot copy {name} from {}: {e}", dir.display()))?;
+                }
+                return Ok(sha256);
+            }
+            Building::Running {
+                runtime,
+                export,
+                work,
+                tool,
+                cache,
+            } => (runtime, export, work, tool, cache),
+        };
+        let tool = tool.display().to_string();
         for (child, what) in [
-            (&mut self.runtime, "the script runtime"),
-            (&mut self.export, "the standard library's export"),
+            (&mut runtime, "the script runtime"),
+            (&mut export, "the standard library's export"),
         ] {
             let status = child
                 .wait()
@@ -162,11 +259,11 @@ impl Building {
                 ));
             }
         }
-        let stdlib = self.work.join("export").join("stdlib.zip");
+        let stdlib = work.join("export").join("stdlib.zip");
         let mut sha256 = String::new();
         for (from, to) in [
-            (self.work.join("runtime.wasm"), "script_runtime.wasm.zst"),
-            (stdlib, "stdlib.zip.zst"),
+            (work.join("runtime.wasm"), OUTPUTS[0]),
+            (stdlib, OUTPUTS[1]),
         ] {
             let bytes = std::fs::read(&from)
                 .map_err(|e| format!("{} was not made: {e}", from.display()))?;
@@ -180,8 +277,39 @@ impl Building {
                 .map_err(|e| format!("cannot write {to}: {e}"))?;
         }
         // Only the compressed files stay.
-        let _ = std::fs::remove_dir_all(&self.work);
+        let _ = std::fs::remove_dir_all(&work);
+        keep(out_dir, &cache, &sha256);
         Ok(sha256)
+    }
+}
+
+/// Keeps the outputs in the cache: written into a folder of their own,
+/// then renamed into place, so a build running beside this one sees all of
+/// them or none; other keys' folders (older inputs) are removed. A cache
+/// that cannot be written costs the next build its time, nothing else.
+fn keep(out_dir: &Path, cache: &Path, sha256: &str) {
+    let Some(caches) = cache.parent() else {
+        return;
+    };
+    let staging = caches.join(format!(".staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let written = std::fs::create_dir_all(&staging).is_ok()
+        && OUTPUTS
+            .iter()
+            .all(|name| std::fs::copy(out_dir.join(name), staging.join(name)).is_ok())
+        && std::fs::write(staging.join(SHA256_FILE), sha256).is_ok();
+    if !written || std::fs::rename(&staging, cache).is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return;
+    }
+    if let Ok(entries) = std::fs::read_dir(caches) {
+        for entry in entries.flatten() {
+            let stale =
+                entry.path() != cache && !entry.file_name().to_string_lossy().starts_with('.');
+            if stale {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 }
 

@@ -233,6 +233,66 @@ fn client_command() -> String {
     client
 }
 
+/// How many scenarios run at once.
+const WORKERS: usize = 3;
+
+/// One scenario's line of the summary, and its failure if it failed.
+struct Outcome {
+    summary: String,
+    failure: Option<String>,
+}
+
+/// Runs one scenario of the plan against `client` (once more if it fails),
+/// and gives its summary line and its failure, if it failed.
+fn run_scenario(client: &str, suite: &str, scenario: &str, forced: bool) -> Outcome {
+    let timeout = CLIENT_TIMEOUT_MS.to_string();
+    let mut args = vec![
+        "client",
+        "--command",
+        client,
+        "--scenario",
+        scenario,
+        "--spec-version",
+        suite,
+        "--timeout",
+        &timeout,
+    ];
+    if forced {
+        args.push("--force");
+    }
+    let mut run = conformance(&args);
+    let mut verdict = judge(&run);
+    // The suite's mock servers and timing checks are sensitive to a loaded
+    // 2-core machine: a failing scenario gets one more run, and fails the
+    // test only if it fails again (both outputs are kept).
+    if let Some(first) = verdict.clone() {
+        let first_output = run.output();
+        run = conformance(&args);
+        verdict = judge(&run).map(|again| {
+            format!("{again} (and on the first run: {first})\n--- first run:\n{first_output}")
+        });
+        if verdict.is_none() {
+            println!(
+                "{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}"
+            );
+        }
+    }
+    let summary = format!(
+        "{suite} {scenario}{}: {} ({:.1} s)",
+        if forced { " (forced)" } else { "" },
+        verdict.as_deref().unwrap_or("passed"),
+        run.elapsed.as_secs_f64()
+    );
+    let failure = verdict.map(|why| {
+        format!(
+            "=== {suite} {scenario}: {why}\n$ conformance {}\n{}",
+            args.join(" "),
+            run.output()
+        )
+    });
+    Outcome { summary, failure }
+}
+
 #[test]
 fn client_scenarios_pass_or_are_baselined() {
     let client = client_command();
@@ -292,54 +352,37 @@ fn client_scenarios_pass_or_are_baselined() {
     }
 
     let started = Instant::now();
+    // Each scenario is its own CLI process with its own mock server on a
+    // port of its own, so they run [`WORKERS`] at a time; outcomes are
+    // reported in the plan's order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes: std::sync::Mutex<Vec<Option<Outcome>>> =
+        std::sync::Mutex::new((0..plan.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((suite, scenario, forced)) = plan.get(index) else {
+                        break;
+                    };
+                    let outcome = run_scenario(&client, suite, scenario, *forced);
+                    if let Ok(mut all) = outcomes.lock() {
+                        all[index] = Some(outcome);
+                    }
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    for (suite, scenario, forced) in &plan {
-        let timeout = CLIENT_TIMEOUT_MS.to_string();
-        let mut args = vec![
-            "client",
-            "--command",
-            &client,
-            "--scenario",
-            scenario,
-            "--spec-version",
-            suite,
-            "--timeout",
-            &timeout,
-        ];
-        if *forced {
-            args.push("--force");
-        }
-        let mut run = conformance(&args);
-        let mut verdict = judge(&run);
-        // The suite's mock servers and timing checks are sensitive to a
-        // loaded 2-core machine: a failing scenario gets one more run, and
-        // fails the test only if it fails again (both outputs are kept).
-        if let Some(first) = verdict.clone() {
-            let first_output = run.output();
-            run = conformance(&args);
-            verdict = judge(&run).map(|again| {
-                format!("{again} (and on the first run: {first})\n--- first run:\n{first_output}")
-            });
-            if verdict.is_none() {
-                println!(
-                    "{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}"
-                );
-            }
-        }
-        summary.push(format!(
-            "{suite} {scenario}{}: {} ({:.1} s)",
-            if *forced { " (forced)" } else { "" },
-            verdict.as_deref().unwrap_or("passed"),
-            run.elapsed.as_secs_f64()
-        ));
-        if let Some(why) = verdict {
-            failures.push(format!(
-                "=== {suite} {scenario}: {why}\n$ conformance {}\n{}",
-                args.join(" "),
-                run.output()
-            ));
-        }
+    for ((suite, scenario, _), outcome) in plan.iter().zip(outcomes) {
+        let Some(outcome) = outcome else {
+            panic!("{suite} {scenario} was not run (a worker panicked)");
+        };
+        summary.push(outcome.summary);
+        failures.extend(outcome.failure);
     }
     for skip in &baseline {
         summary.push(format!(

@@ -23,7 +23,8 @@
 //! scenarios are listed with `conformance list --server --spec-version V`;
 //! every one that is not in `tests/conformance/server-baseline.json` (the
 //! scenarios that do not apply to a tools/prompts/skills server, each with
-//! its reason) is run as
+//! its reason) is run, three at a time against the one server (each run is
+//! its own process and session), as
 //!
 //! ```text
 //! node --import tests/conformance/bearer-auth.mjs conformance.js \
@@ -553,6 +554,90 @@ impl Drop for Server {
     }
 }
 
+/// How many scenarios run at once against the one server.
+const WORKERS: usize = 3;
+
+/// One scenario's line of the summary, and its failure if it failed.
+struct Outcome {
+    summary: String,
+    failure: Option<String>,
+}
+
+/// Runs one scenario of the plan (`suite`, `scenario`, `forced`) into
+/// `out` (`out/1`, and `out/2` for a second run), and judges it against
+/// the baseline's checks for it.
+fn run_scenario(
+    peers: &Peers,
+    env: &[(&str, &str)],
+    url: &str,
+    timeout: &str,
+    (suite, scenario, forced): (&str, &str, bool),
+    expected: &BTreeMap<&str, &Skip>,
+    out: &Path,
+) -> Outcome {
+    let mut args = vec![
+        "server",
+        "--url",
+        url,
+        "--scenario",
+        scenario,
+        "--spec-version",
+        suite,
+        "--timeout",
+        timeout,
+    ];
+    if forced {
+        args.push("--force");
+    }
+    let attempt = |n: u32| conformance(peers, Some(env), &args, Some(&out.join(n.to_string())));
+    let mut run = attempt(1);
+    let mut verdict = judge(&run, expected);
+    // Timing-sensitive checks (SSE streams, listen streams) on a loaded
+    // 2-core machine: a failing scenario gets one more run, and fails the
+    // test only if it fails again (both outputs are kept).
+    if let Some(first) = verdict.clone() {
+        let first_output = run.output();
+        run = attempt(2);
+        verdict = judge(&run, expected).map(|again| {
+            format!("{again} (and on the first run: {first})\n--- first run:\n{first_output}")
+        });
+        if verdict.is_none() {
+            println!(
+                "{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}"
+            );
+        }
+    }
+    let counts = match &run.checks {
+        Ok(c) => format!(
+            "{}/{} checks passed",
+            c.iter()
+                .filter(|c| c.status == "SUCCESS" || c.status == "INFO")
+                .count(),
+            c.len()
+        ),
+        Err(_) => "no checks".into(),
+    };
+    let summary = format!(
+        "{suite} {scenario}{}: {} ({counts}{}, {:.1} s)",
+        if forced { " (forced)" } else { "" },
+        verdict.as_deref().map_or("passed", |_| "FAILED"),
+        if expected.is_empty() {
+            String::new()
+        } else {
+            format!(", {} baselined", expected.len())
+        },
+        run.elapsed.as_secs_f64()
+    );
+    let failure = verdict.map(|why| {
+        format!(
+            "=== {suite} {scenario}: {why}\n$ conformance {}\n{}",
+            args.join(" "),
+            run.output()
+        )
+    });
+    Outcome { summary, failure }
+}
+
 #[test]
 fn server_scenarios_pass_or_are_baselined() {
     let peers = Peers::find();
@@ -643,79 +728,49 @@ fn server_scenarios_pass_or_are_baselined() {
     let timeout = SCENARIO_TIMEOUT_MS.to_string();
 
     let started = Instant::now();
+    // Each scenario is its own CLI process and its own session, so they run
+    // [`WORKERS`] at a time; outcomes are reported in the plan's order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes: std::sync::Mutex<Vec<Option<Outcome>>> =
+        std::sync::Mutex::new((0..plan.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((suite, scenario, forced)) = plan.get(index) else {
+                        break;
+                    };
+                    let expected: BTreeMap<&str, &Skip> = baseline
+                        .iter()
+                        .filter(|s| s.suite == *suite && s.scenario == *scenario)
+                        .filter_map(|s| s.check.as_deref().map(|c| (c, s)))
+                        .collect();
+                    let outcome = run_scenario(
+                        &peers,
+                        &env,
+                        &url,
+                        &timeout,
+                        (suite, scenario, *forced),
+                        &expected,
+                        &work.path().join("runs").join(index.to_string()),
+                    );
+                    if let Ok(mut all) = outcomes.lock() {
+                        all[index] = Some(outcome);
+                    }
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    let mut counter: u32 = 0;
-    for (suite, scenario, forced) in &plan {
-        let expected: BTreeMap<&str, &Skip> = baseline
-            .iter()
-            .filter(|s| s.suite == *suite && s.scenario == *scenario)
-            .filter_map(|s| s.check.as_deref().map(|c| (c, s)))
-            .collect();
-        let mut args = vec![
-            "server",
-            "--url",
-            &url,
-            "--scenario",
-            scenario,
-            "--spec-version",
-            suite,
-            "--timeout",
-            &timeout,
-        ];
-        if *forced {
-            args.push("--force");
-        }
-        let attempt = |counter: &mut u32| {
-            *counter += 1;
-            let out = work.path().join("runs").join(counter.to_string());
-            conformance(&peers, Some(&env), &args, Some(&out))
+    for ((suite, scenario, _), outcome) in plan.iter().zip(outcomes) {
+        let Some(outcome) = outcome else {
+            panic!("{suite} {scenario} was not run (a worker panicked)");
         };
-        let mut run = attempt(&mut counter);
-        let mut verdict = judge(&run, &expected);
-        // Timing-sensitive checks (SSE streams, listen streams) on a loaded
-        // 2-core machine: a failing scenario gets one more run, and fails
-        // the test only if it fails again (both outputs are kept).
-        if let Some(first) = verdict.clone() {
-            let first_output = run.output();
-            run = attempt(&mut counter);
-            verdict = judge(&run, &expected).map(|again| {
-                format!("{again} (and on the first run: {first})\n--- first run:\n{first_output}")
-            });
-            if verdict.is_none() {
-                println!(
-                    "{suite} {scenario}: passed on the second run; first run: {first}\n{first_output}"
-                );
-            }
-        }
-        let counts = match &run.checks {
-            Ok(c) => format!(
-                "{}/{} checks passed",
-                c.iter()
-                    .filter(|c| c.status == "SUCCESS" || c.status == "INFO")
-                    .count(),
-                c.len()
-            ),
-            Err(_) => "no checks".into(),
-        };
-        summary.push(format!(
-            "{suite} {scenario}{}: {} ({counts}{}, {:.1} s)",
-            if *forced { " (forced)" } else { "" },
-            verdict.as_deref().map_or("passed", |_| "FAILED"),
-            if expected.is_empty() {
-                String::new()
-            } else {
-                format!(", {} baselined", expected.len())
-            },
-            run.elapsed.as_secs_f64()
-        ));
-        if let Some(why) = verdict {
-            failures.push(format!(
-                "=== {suite} {scenario}: {why}\n$ conformance {}\n{}",
-                args.join(" "),
-                run.output()
-            ));
-        }
+        summary.push(outcome.summary);
+        failures.extend(outcome.failure);
     }
     let stopped = server.stop();
     for skip in baseline.iter().filter(|s| s.check.is_none()) {
