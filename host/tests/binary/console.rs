@@ -730,7 +730,7 @@ fn an_operator_approves_in_chromium() {
                    "files": [{"name": "notes.txt", "text": "one two two"}]}),
         );
         goto(&c, &format!("{base}/approvals")).await;
-        let card = wait_for(&c, Locator::Id(&script_run), 5).await
+        let card = wait_for(&c, Locator::Id(&script_run), 20).await
             .expect("the script call waits");
         let card_text = card.text().await.expect("card text");
         assert!(
