@@ -353,34 +353,30 @@ fn client_scenarios_pass_or_are_baselined() {
 
     let started = Instant::now();
     // Each scenario is its own CLI process with its own mock server on a
-    // port of its own, so they run [`WORKERS`] at a time; outcomes are
-    // reported in the plan's order.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let outcomes: std::sync::Mutex<Vec<Option<Outcome>>> =
-        std::sync::Mutex::new((0..plan.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..WORKERS {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((suite, scenario, forced)) = plan.get(index) else {
-                        break;
-                    };
-                    let outcome = run_scenario(&client, suite, scenario, *forced);
-                    if let Ok(mut all) = outcomes.lock() {
-                        all[index] = Some(outcome);
-                    }
-                }
-            });
-        }
+    // port of its own, so they run on [`WORKERS`] threads, each taking every
+    // WORKERS-th of the plan; outcomes are reported in the plan's order.
+    let mut outcomes: Vec<(usize, Outcome)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|first| {
+                let (client, plan) = (&client, &plan);
+                scope.spawn(move || {
+                    let mine = plan.iter().enumerate().skip(first).step_by(WORKERS);
+                    mine.map(|(index, (suite, scenario, forced))| {
+                        (index, run_scenario(client, suite, scenario, *forced))
+                    })
+                    .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a scenario's worker panicked"))
+            .collect()
     });
-    let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcomes.sort_by_key(|(index, _)| *index);
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    for ((suite, scenario, _), outcome) in plan.iter().zip(outcomes) {
-        let Some(outcome) = outcome else {
-            panic!("{suite} {scenario} was not run (a worker panicked)");
-        };
+    for (_, outcome) in outcomes {
         summary.push(outcome.summary);
         failures.extend(outcome.failure);
     }

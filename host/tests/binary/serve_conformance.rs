@@ -729,46 +729,40 @@ fn server_scenarios_pass_or_are_baselined() {
 
     let started = Instant::now();
     // Each scenario is its own CLI process and its own session, so they run
-    // [`WORKERS`] at a time; outcomes are reported in the plan's order.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let outcomes: std::sync::Mutex<Vec<Option<Outcome>>> =
-        std::sync::Mutex::new((0..plan.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..WORKERS {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((suite, scenario, forced)) = plan.get(index) else {
-                        break;
-                    };
-                    let expected: BTreeMap<&str, &Skip> = baseline
-                        .iter()
-                        .filter(|s| s.suite == *suite && s.scenario == *scenario)
-                        .filter_map(|s| s.check.as_deref().map(|c| (c, s)))
-                        .collect();
-                    let outcome = run_scenario(
-                        &peers,
-                        &env,
-                        &url,
-                        &timeout,
-                        (suite, scenario, *forced),
-                        &expected,
-                        &work.path().join("runs").join(index.to_string()),
-                    );
-                    if let Ok(mut all) = outcomes.lock() {
-                        all[index] = Some(outcome);
-                    }
-                }
-            });
-        }
+    // on [`WORKERS`] threads, each taking every WORKERS-th of the plan;
+    // outcomes are reported in the plan's order.
+    let mut outcomes: Vec<(usize, Outcome)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|first| {
+                let (peers, baseline, env, url, timeout, work, plan) =
+                    (&peers, &baseline, &env, &url, &timeout, &work, &plan);
+                scope.spawn(move || {
+                    let mine = plan.iter().enumerate().skip(first).step_by(WORKERS);
+                    mine.map(|(index, (suite, scenario, forced))| {
+                        let expected: BTreeMap<&str, &Skip> = baseline
+                            .iter()
+                            .filter(|s| s.suite == *suite && s.scenario == *scenario)
+                            .filter_map(|s| s.check.as_deref().map(|c| (c, s)))
+                            .collect();
+                        let out = work.path().join("runs").join(index.to_string());
+                        let scenario = (*suite, *scenario, *forced);
+                        let outcome =
+                            run_scenario(peers, env, url, timeout, scenario, &expected, &out);
+                        (index, outcome)
+                    })
+                    .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a scenario's worker panicked"))
+            .collect()
     });
-    let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcomes.sort_by_key(|(index, _)| *index);
     let mut failures = Vec::new();
     let mut summary = Vec::new();
-    for ((suite, scenario, _), outcome) in plan.iter().zip(outcomes) {
-        let Some(outcome) = outcome else {
-            panic!("{suite} {scenario} was not run (a worker panicked)");
-        };
+    for (_, outcome) in outcomes {
         summary.push(outcome.summary);
         failures.extend(outcome.failure);
     }
